@@ -1,0 +1,123 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { requestIdFrom } from './graphql/context';
+import { createParleyYoga, type ParleyYoga } from './graphql/yoga';
+import { createRestRouter } from './rest/adapter';
+import { sendError } from './rest/errors';
+import { routes } from './rest/routes';
+import type { AppServices } from './services';
+
+export interface ParleyApp {
+  app: express.Express;
+  yoga: ParleyYoga;
+  /** Readiness turns false (for load balancers) once shutdown begins. */
+  setDraining(): void;
+}
+
+interface BodyParserError extends Error {
+  type?: string;
+  status?: number;
+}
+
+/** Builds the HTTP application: health checks, GraphQL (Yoga) and the REST adapter. Never listens. */
+export function buildApp(services: AppServices): ParleyApp {
+  const { config, logger } = services;
+  const yoga = createParleyYoga(services);
+  const app = express();
+  let draining = false;
+
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+
+  // A request ID on every request and response; the caller's own when it sends a sane one.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const id = requestIdFrom(req.get('x-request-id'));
+    req.headers['x-request-id'] = id;
+    res.setHeader('x-request-id', id);
+    const started = performance.now();
+    res.on('finish', () => {
+      logger.info(
+        {
+          requestId: id,
+          method: req.method,
+          path: req.path,
+          status: res.statusCode,
+          ms: Math.round((performance.now() - started) * 10) / 10,
+        },
+        'request',
+      );
+    });
+    next();
+  });
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+
+  app.get('/readyz', async (_req, res) => {
+    if (draining) {
+      sendError(res, 503, 'SERVICE_UNAVAILABLE', 'Shutting down.');
+      return;
+    }
+    try {
+      const pending = await services.db.pendingMigrations();
+      if (pending.length) {
+        sendError(res, 503, 'SERVICE_UNAVAILABLE', `Database migrations pending: ${pending.join(', ')}`);
+        return;
+      }
+      res.json({ status: 'ready', database: services.db.provider });
+    } catch (err) {
+      logger.warn({ err }, 'readiness check failed');
+      sendError(res, 503, 'SERVICE_UNAVAILABLE', 'The database is not reachable.');
+    }
+  });
+
+  // GraphQL: Yoga reads its own bodies; refuse oversized ones before it does.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (req.path !== yoga.graphqlEndpoint && !req.path.startsWith(`${yoga.graphqlEndpoint}/`)) {
+      next();
+      return;
+    }
+    if (Number(req.headers['content-length'] ?? 0) > config.BODY_LIMIT_BYTES) {
+      sendError(res, 413, 'PAYLOAD_TOO_LARGE', `The request body is larger than ${config.BODY_LIMIT_BYTES} bytes.`);
+      return;
+    }
+    yoga(req, res);
+  });
+
+  app.use(express.json({ limit: config.BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));
+  app.use(createRestRouter({ yoga, routes, logger }));
+
+  app.use((req: Request, res: Response) => {
+    sendError(res, 404, 'NOT_FOUND', `No route for ${req.method} ${req.path}`);
+  });
+
+  app.use((err: BodyParserError, req: Request, res: Response, _next: NextFunction) => {
+    switch (err.type) {
+      case 'entity.too.large':
+        sendError(res, 413, 'PAYLOAD_TOO_LARGE', `The request body is larger than ${config.BODY_LIMIT_BYTES} bytes.`);
+        return;
+      case 'entity.parse.failed':
+        sendError(res, 400, 'MALFORMED_JSON', 'The request body is not valid JSON.');
+        return;
+      case 'encoding.unsupported':
+      case 'charset.unsupported':
+        sendError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', err.message);
+        return;
+      case 'request.aborted':
+        return;
+    }
+    const requestId = String(req.headers['x-request-id']);
+    logger.error({ err, requestId }, 'unhandled error');
+    sendError(res, 500, 'INTERNAL_ERROR', `Unexpected error. Quote request ID ${requestId} when reporting it.`, {
+      requestId,
+    });
+  });
+
+  return {
+    app,
+    yoga,
+    setDraining: () => {
+      draining = true;
+    },
+  };
+}

@@ -1,0 +1,218 @@
+import { parseArgs } from 'node:util';
+import { createApiKey, createProject, findApiKey, revokeApiKey, rotateApiKey } from '../admin/service';
+import { graceSecondsSchema, idSchema, projectNameSchema, scopesSchema } from '../admin/validation';
+import type { Scope } from '../auth/keys';
+import { applyMigrations } from '../db/migrate';
+import { type Config, ConfigError, loadConfig } from '../env';
+import { AppError } from '../lib/errors';
+import { createLogger } from '../lib/logger';
+import { exitOnSignals, startServer } from '../server';
+import { type AppServices, createServices } from '../services';
+
+const usage = `Usage: parley <command> [options]
+
+  serve                                   start the server (same as npm start)
+  migrate                                 apply pending database migrations
+  project create --name NAME [--workspace ID] [--scopes a,b]
+                                          create a project, its environments and first API key
+  key create --project ID [--scopes a,b] [--name NAME]
+  key create --workspace ID [--scopes a,b] [--name NAME]
+                                          create a project key or a workspace key
+  key revoke KEY_ID                       revoke a key at once
+  key rotate KEY_ID [--grace SECONDS]     replace a key; the old one works for SECONDS more (default 86400)
+
+Every command works on the database of DATABASE_URL (default file:./data/parley.db), applying
+pending migrations first. Results are printed as one JSON object on stdout; logs go to stderr.`;
+
+class UsageError extends Error {}
+
+function parseScopeList(raw: string | undefined): Scope[] | undefined {
+  if (raw === undefined) return undefined;
+  const parsed = scopesSchema.safeParse(
+    raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+  if (!parsed.success) throw new UsageError(`--scopes: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+  return parsed.data;
+}
+
+function requireValid<T>(
+  schema: {
+    safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: { message: string }[] } };
+  },
+  value: unknown,
+  what: string,
+): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new UsageError(`${what}: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+  return parsed.data;
+}
+
+function print(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+}
+
+async function withServices<T>(config: Config, fn: (services: AppServices) => Promise<T>): Promise<T> {
+  const services = await createServices(config, { logger: createLogger(config.LOG_LEVEL, { component: 'cli' }) });
+  try {
+    return await fn(services);
+  } finally {
+    await services.close();
+  }
+}
+
+const adminDeps = (services: AppServices) => ({ db: services.db, pubsub: services.pubsub });
+
+export async function runCli(argv: string[], env: Record<string, string | undefined>): Promise<number> {
+  const [command, sub, ...rest] = argv;
+  const config = loadConfig(env);
+  switch (command) {
+    case 'serve': {
+      const running = await startServer(config);
+      exitOnSignals(running);
+      return -1; // keep running
+    }
+    case 'migrate': {
+      const applied = await applyMigrations(config.DATABASE_URL);
+      print({ applied });
+      return 0;
+    }
+    case 'project': {
+      if (sub !== 'create') throw new UsageError(`unknown command: project ${sub ?? ''}`);
+      const { values } = parseArgs({
+        args: rest,
+        options: { name: { type: 'string' }, workspace: { type: 'string' }, scopes: { type: 'string' } },
+        strict: true,
+      });
+      if (!values.name) throw new UsageError('project create needs --name NAME');
+      const name = requireValid(projectNameSchema, values.name, '--name');
+      const workspaceId = values.workspace ? requireValid(idSchema, values.workspace, '--workspace') : null;
+      const scopes = parseScopeList(values.scopes);
+      const out = await withServices(config, async (services) => {
+        const created = await createProject(adminDeps(services), {
+          name,
+          workspaceId,
+          actor: 'cli',
+          key: { scopes },
+        });
+        return {
+          workspaceID: created.project.workspaceId,
+          projectID: created.project.id,
+          apiKey: created.created?.apiKey,
+          environments: created.environments.map((e) => ({ id: e.id, alias: e.alias })),
+        };
+      });
+      print(out);
+      return 0;
+    }
+    case 'key': {
+      if (sub === 'create') {
+        const { values } = parseArgs({
+          args: rest,
+          options: {
+            project: { type: 'string' },
+            workspace: { type: 'string' },
+            scopes: { type: 'string' },
+            name: { type: 'string' },
+          },
+          strict: true,
+        });
+        if (Boolean(values.project) === Boolean(values.workspace)) {
+          throw new UsageError('key create needs exactly one of --project ID or --workspace ID');
+        }
+        const scopes = parseScopeList(values.scopes);
+        const out = await withServices(config, async (services) => {
+          let workspaceId: string;
+          let projectId: string | null = null;
+          if (values.project) {
+            projectId = requireValid(idSchema, values.project, '--project');
+            const project = await services.db.prisma.project.findUnique({ where: { id: projectId } });
+            if (!project) throw new AppError('NOT_FOUND', `Project "${projectId}" not found`);
+            workspaceId = project.workspaceId;
+          } else {
+            workspaceId = requireValid(idSchema, values.workspace, '--workspace');
+            const ws = await services.db.prisma.workspace.findUnique({ where: { id: workspaceId } });
+            if (!ws) throw new AppError('NOT_FOUND', `Workspace "${workspaceId}" not found`);
+          }
+          const created = await createApiKey(adminDeps(services), {
+            workspaceId,
+            projectId,
+            scopes,
+            name: values.name ?? null,
+            actor: 'cli',
+          });
+          return { keyID: created.key.id, apiKey: created.apiKey, scopes: created.key.scopes.split(' ') };
+        });
+        print(out);
+        return 0;
+      }
+      if (sub === 'revoke' || sub === 'rotate') {
+        const { values, positionals } = parseArgs({
+          args: rest,
+          options: { grace: { type: 'string' } },
+          allowPositionals: true,
+          strict: true,
+        });
+        if (positionals.length !== 1) throw new UsageError(`key ${sub} needs exactly one KEY_ID`);
+        const keyId = requireValid(idSchema, positionals[0], 'KEY_ID');
+        const out = await withServices(config, async (services) => {
+          await findApiKey(services, keyId);
+          if (sub === 'revoke') {
+            const key = await revokeApiKey(adminDeps(services), { keyId, actor: 'cli' });
+            return { keyID: key.id, revokedAt: key.revokedAt?.toISOString() ?? null };
+          }
+          const graceSeconds = requireValid(
+            graceSecondsSchema,
+            values.grace === undefined ? 86_400 : Number(values.grace),
+            '--grace',
+          );
+          const { created, previous } = await rotateApiKey(adminDeps(services), { keyId, graceSeconds, actor: 'cli' });
+          return {
+            keyID: created.key.id,
+            apiKey: created.apiKey,
+            scopes: created.key.scopes.split(' '),
+            previous: {
+              keyID: previous.id,
+              expiresAt: previous.expiresAt?.toISOString() ?? null,
+              revokedAt: previous.revokedAt?.toISOString() ?? null,
+            },
+          };
+        });
+        print(out);
+        return 0;
+      }
+      throw new UsageError(`unknown command: key ${sub ?? ''}`);
+    }
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(`${usage}\n`);
+      return command === undefined ? 2 : 0;
+    default:
+      throw new UsageError(`unknown command: ${command}`);
+  }
+}
+
+export async function main(): Promise<void> {
+  try {
+    const code = await runCli(process.argv.slice(2), process.env);
+    if (code >= 0) process.exit(code);
+  } catch (err) {
+    if (
+      err instanceof UsageError ||
+      (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))
+    ) {
+      process.stderr.write(`parley: ${err.message}\n\n${usage}\n`);
+      process.exit(2);
+    }
+    if (err instanceof ConfigError || err instanceof AppError) {
+      process.stderr.write(`parley: ${err.message}\n`);
+      process.exit(1);
+    }
+    process.stderr.write(`parley: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,60 @@
+import { z } from 'zod';
+
+const booleanFlag = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+/**
+ * Every setting Parley reads from the environment, with its default. This module is the one reader
+ * of process.env: the entry points call `loadConfig(process.env)`, tests call it with their own values.
+ */
+const configSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^(file:|postgres(ql)?:\/\/)/, 'must start with file:, postgres:// or postgresql://')
+    .default('file:./data/parley.db'),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
+    .optional(),
+  /** Prefix of every Redis key and channel, so several deployments can share one Redis. */
+  REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9:_.-]{0,64}$/)
+    .default('parley:'),
+  ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  LOG_LEVEL: logLevel.default('info'),
+  /** Largest accepted JSON request body, in bytes. */
+  BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(1024 * 1024),
+  /** How long a verified API key is trusted before it is looked up again (revocations made on
+   * another instance take effect within this time; on this instance, at once). */
+  KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(5000),
+  GRAPHIQL: booleanFlag.optional(),
+  /** On SIGTERM: how long in-flight requests may take before the process exits anyway. */
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+});
+
+export type Config = z.infer<typeof configSchema> & { GRAPHIQL: boolean };
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  // An empty variable means "not set", as in most twelve-factor apps.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = configSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const config = parsed.data;
+  return { ...config, GRAPHIQL: config.GRAPHIQL ?? config.NODE_ENV !== 'production' };
+}

@@ -1,0 +1,103 @@
+import SchemaBuilder from '@pothos/core';
+import PrismaPlugin from '@pothos/plugin-prisma';
+import RelayPlugin from '@pothos/plugin-relay';
+import ScopeAuthPlugin, { type AuthFailure, AuthScopeFailureType } from '@pothos/plugin-scope-auth';
+import ValidationPlugin from '@pothos/plugin-validation';
+import type { Scope } from '../auth/keys';
+import { hasScope } from '../auth/principal';
+import type PrismaTypes from '../generated/pothos-types';
+import { getDatamodel } from '../generated/pothos-types';
+import { AppError, issuesToDetails, summarizeDetails } from '../lib/errors';
+import type { Context } from './context';
+
+/** How plugin-prisma reacts to a resolver that ignores its `query` argument (an N+1 in waiting). */
+let unusedQueryPolicy: 'error' | 'warn' | null = 'error';
+export function setUnusedQueryPolicy(policy: 'error' | 'warn' | null): void {
+  unusedQueryPolicy = policy;
+}
+
+function firstFailedScope(failure: AuthFailure): string | null {
+  switch (failure.kind) {
+    case AuthScopeFailureType.AuthScope:
+      return failure.scope === 'scope' ? String(failure.parameter) : failure.scope;
+    case AuthScopeFailureType.AnyAuthScopes:
+    case AuthScopeFailureType.AllAuthScopes:
+      for (const inner of failure.failures) {
+        const found = firstFailedScope(inner);
+        if (found) return found;
+      }
+      return null;
+    default:
+      return null;
+  }
+}
+
+export const builder = new SchemaBuilder<{
+  Context: Context;
+  PrismaTypes: PrismaTypes;
+  AuthScopes: {
+    /** Any valid API key or the operator token. */
+    authenticated: boolean;
+    /** The operator token (ADMIN_TOKEN). */
+    operator: boolean;
+    /** The key carries this scope (the operator has them all). */
+    scope: Scope;
+  };
+  Scalars: {
+    DateTime: { Input: Date; Output: Date | string };
+    JSON: { Input: unknown; Output: unknown };
+    JSONObject: { Input: Record<string, unknown>; Output: Record<string, unknown> };
+  };
+  DefaultFieldNullability: false;
+  DefaultInputFieldRequiredness: false;
+}>({
+  // Scope-auth first, so authorisation wraps every other plugin's behaviour.
+  plugins: [ScopeAuthPlugin, PrismaPlugin, RelayPlugin, ValidationPlugin],
+  defaultFieldNullability: false,
+  scopeAuth: {
+    authorizeOnSubscribe: true,
+    authScopes: (ctx) => ({
+      authenticated: ctx.principal.kind !== 'anonymous',
+      operator: ctx.principal.kind === 'operator',
+      scope: (scope: Scope) => hasScope(ctx.principal, scope),
+    }),
+    unauthorizedError: (_parent, ctx, _info, result) => {
+      if (ctx.principal.kind === 'anonymous') return new AppError('UNAUTHENTICATED', ctx.principal.reason);
+      const scope = firstFailedScope(result.failure);
+      if (scope === 'operator')
+        return new AppError('INSUFFICIENT_SCOPE', 'Only the operator (ADMIN_TOKEN) may do this.');
+      return new AppError(
+        'INSUFFICIENT_SCOPE',
+        scope && scope !== 'authenticated' ? `This API key lacks the "${scope}" scope.` : result.message,
+      );
+    },
+  },
+  prisma: {
+    client: (ctx) => ctx.services.db.prisma,
+    dmmf: getDatamodel(),
+    exposeDescriptions: true,
+    filterConnectionTotalCount: true,
+    onUnusedQuery: (info) => {
+      if (!unusedQueryPolicy) return;
+      const message = `Prisma query of ${info.parentType.name}.${info.fieldName} was not used: spread \`query\` into the Prisma call`;
+      if (unusedQueryPolicy === 'error') throw new Error(message);
+      console.warn(message);
+    },
+  },
+  relay: {
+    clientMutationId: 'omit',
+    cursorType: 'String',
+    nodeQueryOptions: false,
+    nodesQueryOptions: false,
+  },
+  validation: {
+    validationError: (result) => {
+      const details = issuesToDetails(result.issues);
+      return new AppError('VALIDATION_FAILED', summarizeDetails(details), { details });
+    },
+  },
+});
+
+builder.queryType({});
+builder.mutationType({});
+builder.subscriptionType({});

@@ -1,0 +1,74 @@
+import { createRedisEventTarget } from '@graphql-yoga/redis-event-target';
+import { createPubSub, type PubSub } from '@graphql-yoga/subscription';
+import { Redis } from 'ioredis';
+
+/** An entry of the admin audit log, as published to subscribers. */
+export interface AuditEventPayload {
+  id: string;
+  workspaceId: string;
+  actor: string;
+  action: string;
+  targetType: string;
+  targetId: string;
+  data: unknown;
+  createdAt: string;
+}
+
+/**
+ * Every topic, with its routing ID and payload. Payloads are small JSON objects (IDs, not rows),
+ * because with REDIS_URL set they travel between instances through Redis.
+ */
+export type Topics = {
+  /** Audit events of one workspace. */
+  auditEvent: [workspaceId: string, event: AuditEventPayload];
+  /** Audit events of every workspace, for the operator. */
+  auditEventAll: [event: AuditEventPayload];
+};
+
+export type AppPubSub = PubSub<Topics>;
+
+export interface PubSubHandle {
+  pubsub: AppPubSub;
+  close(): Promise<void>;
+}
+
+/** In-process events by default; through Redis when `redisUrl` is given, so instances share them. */
+export function createAppPubSub(
+  redisUrl?: string,
+  opts: { prefix?: string; onError?: (err: Error) => void } = {},
+): PubSubHandle {
+  const { prefix = 'parley:', onError } = opts;
+  if (!redisUrl) return { pubsub: createPubSub<Topics>(), close: async () => {} };
+  const publishClient = new Redis(redisUrl, { maxRetriesPerRequest: 3 });
+  const subscribeClient = new Redis(redisUrl, { maxRetriesPerRequest: 3 });
+  // ioredis reconnects by itself; without a listener an outage would be an unhandled 'error' event.
+  for (const client of [publishClient, subscribeClient]) client.on('error', (err) => onError?.(err));
+  // The event target fires subscribe/unsubscribe/publish without awaiting them: a command caught
+  // by a closing or broken connection would be an unhandled rejection. Route those to onError.
+  const report = (err: Error) => onError?.(err);
+  // Channels carry `prefix`, so deployments (or test runs) sharing one Redis never see each
+  // other's events.
+  const guarded = (client: Redis) =>
+    ({
+      on: (event: string, listener: (channel: string, message: string) => void) =>
+        client.on(event, (channel: string, message: string) => {
+          if (channel.startsWith(prefix)) listener(channel.slice(prefix.length), message);
+        }),
+      subscribe: (channel: string) => client.subscribe(prefix + channel).catch(report),
+      unsubscribe: (channel: string) => client.unsubscribe(prefix + channel).catch(report),
+      publish: (channel: string, message: string) => client.publish(prefix + channel, message).catch(report),
+    }) as unknown as Redis;
+  const eventTarget = createRedisEventTarget({
+    publishClient: guarded(publishClient),
+    subscribeClient: guarded(subscribeClient),
+  });
+  return {
+    pubsub: createPubSub<Topics>({ eventTarget }),
+    close: async () => {
+      // Subscriptions may still be unsubscribing as the instance stops: drop the connections
+      // rather than queue commands behind QUIT.
+      publishClient.disconnect();
+      subscribeClient.disconnect();
+    },
+  };
+}

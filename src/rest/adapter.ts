@@ -1,0 +1,197 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import express, { type Request, type Response, type Router } from 'express';
+import { type DocumentNode, type ExecutionResult, type GraphQLError, Kind, parse, validate } from 'graphql';
+import type { z } from 'zod';
+import type { Context } from '../graphql/context';
+import type { ParleyYoga } from '../graphql/yoga';
+import { type ErrorDetail, issuesToDetails, summarizeDetails } from '../lib/errors';
+import type { Logger } from '../lib/logger';
+import { sendError } from './errors';
+
+/** A REST request after its path, query and body passed their schemas. */
+export interface RestRequest<Params = Record<string, string>, Query = Record<string, unknown>, Body = unknown> {
+  params: Params;
+  query: Query;
+  body: Body;
+  headers: IncomingHttpHeaders;
+}
+
+/**
+ * One REST route, as data: it runs one GraphQL operation through the Yoga pipeline. The route's
+ * own schemas check what REST adds (path and query strings, "no other members allowed" in a
+ * body) so that REST clients get REST-shaped errors; the GraphQL layer validates again.
+ */
+export interface OperationRoute {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Express path, e.g. /v1/transcript/:transcriptID */
+  path: string;
+  /** One-line description for docs/rest.md. */
+  summary: string;
+  /** A GraphQL document with exactly one operation. */
+  operation: string;
+  params?: z.ZodType;
+  query?: z.ZodType;
+  /** Schema of the JSON body; absent when the route takes none. */
+  body?: z.ZodType;
+  /** Accept a request without a body (the schema then sees `{}`). */
+  bodyOptional?: boolean;
+  // biome-ignore lint/suspicious/noExplicitAny: each route's own schemas give these their types.
+  variables: (req: RestRequest<any, any, any>) => Record<string, unknown>;
+  /** Maps the operation's data to the response body; absent for 204. */
+  // biome-ignore lint/suspicious/noExplicitAny: the operation's data shape is the document's.
+  result?: (data: any) => unknown;
+  status: 200 | 201 | 204;
+}
+
+export type RestRoute = OperationRoute;
+
+interface PreparedRoute {
+  route: RestRoute;
+  document: DocumentNode;
+  operationName?: string;
+}
+
+function prepare(route: RestRoute, yoga: ParleyYoga): PreparedRoute {
+  const document = parse(route.operation);
+  const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
+  if (operations.length !== 1) throw new Error(`${route.method} ${route.path}: the document must hold one operation`);
+  const { schema } = yoga.getEnveloped({});
+  const errors = validate(schema, document);
+  if (errors.length) {
+    throw new Error(`${route.method} ${route.path}: invalid operation: ${errors.map((e) => e.message).join('; ')}`);
+  }
+  const op = operations[0];
+  return { route, document, operationName: op && 'name' in op ? op.name?.value : undefined };
+}
+
+/** Validates every route's operation against the schema; throws naming the first bad route. */
+export function validateRoutes(routes: readonly RestRoute[], yoga: ParleyYoga): void {
+  for (const route of routes) prepare(route, yoga);
+}
+
+function headersOf(req: Request): Headers {
+  const headers = new Headers();
+  for (const name of ['authorization', 'x-request-id', 'user-agent', 'x-forwarded-for']) {
+    const value = req.headers[name];
+    if (typeof value === 'string') headers.set(name, value);
+  }
+  return headers;
+}
+
+type ParseOutcome = { ok: true; value: unknown } | { ok: false; details: ErrorDetail[] };
+
+function parseWith(schema: z.ZodType | undefined, value: unknown): ParseOutcome {
+  if (!schema) return { ok: true, value };
+  const parsed = schema.safeParse(value);
+  return parsed.success
+    ? { ok: true, value: parsed.data }
+    : { ok: false, details: issuesToDetails(parsed.error.issues) };
+}
+
+function firstError(result: ExecutionResult): GraphQLError | undefined {
+  return result.errors?.[0];
+}
+
+/** Runs a prepared operation through the Yoga pipeline: auth, validation, masking, plugins. */
+async function run(
+  yoga: ParleyYoga,
+  prepared: PreparedRoute,
+  req: Request,
+  variables: Record<string, unknown>,
+): Promise<ExecutionResult> {
+  const { contextFactory, execute, schema } = yoga.getEnveloped({ request: { headers: headersOf(req) } } as never);
+  const contextValue = (await contextFactory()) as unknown as Context;
+  return (await execute({
+    schema,
+    document: prepared.document,
+    variableValues: variables,
+    contextValue,
+    operationName: prepared.operationName,
+  })) as ExecutionResult;
+}
+
+function isJsonRequest(req: Request): boolean {
+  return req.is('application/json') === 'application/json' || Boolean(req.is('+json'));
+}
+
+function hasBody(req: Request): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
+/** An Express router serving `routes` through `yoga`. */
+export function createRestRouter(opts: { yoga: ParleyYoga; routes: readonly RestRoute[]; logger: Logger }): Router {
+  const router = express.Router();
+  for (const route of opts.routes) {
+    const prepared = prepare(route, opts.yoga);
+    const handler = async (req: Request, res: Response) => {
+      const requestId = String(req.headers['x-request-id']);
+      try {
+        const params = parseWith(route.params, req.params);
+        if (!params.ok) {
+          sendError(res, 400, 'VALIDATION_FAILED', summarizeDetails(params.details), { details: params.details });
+          return;
+        }
+        const query = parseWith(route.query, { ...(req.query as Record<string, unknown>) });
+        if (!query.ok) {
+          sendError(res, 400, 'VALIDATION_FAILED', summarizeDetails(query.details), { details: query.details });
+          return;
+        }
+        let body: unknown;
+        if (route.body) {
+          if (!hasBody(req)) {
+            if (!route.bodyOptional) {
+              sendError(res, 400, 'VALIDATION_FAILED', 'This endpoint needs a JSON request body.');
+              return;
+            }
+            body = {};
+          } else if (!isJsonRequest(req)) {
+            sendError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', 'Send the request body as application/json.');
+            return;
+          } else {
+            body = req.body;
+          }
+          const parsedBody = parseWith(route.body, body);
+          if (!parsedBody.ok) {
+            sendError(res, 400, 'VALIDATION_FAILED', summarizeDetails(parsedBody.details), {
+              details: parsedBody.details,
+            });
+            return;
+          }
+          body = parsedBody.value;
+        }
+        const variables = route.variables({
+          params: params.value,
+          query: query.value,
+          body,
+          headers: req.headers,
+        });
+        const result = await run(opts.yoga, prepared, req, variables);
+        const error = firstError(result);
+        if (error) {
+          const http = (error.extensions?.http ?? {}) as { status?: number; headers?: Record<string, string> };
+          const status = http.status ?? 500;
+          sendError(res, status, String(error.extensions?.code ?? 'INTERNAL_ERROR'), error.message, {
+            details: error.extensions?.details as ErrorDetail[] | undefined,
+            headers: http.headers,
+            requestId,
+          });
+          return;
+        }
+        if (route.status === 204 || !route.result) {
+          res.status(route.status).end();
+          return;
+        }
+        res.status(route.status).json(route.result(result.data));
+      } catch (err) {
+        opts.logger.error({ err, requestId, route: `${route.method} ${route.path}` }, 'REST route failed');
+        sendError(res, 500, 'INTERNAL_ERROR', `Unexpected error. Quote request ID ${requestId} when reporting it.`, {
+          requestId,
+        });
+      }
+    };
+    const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
+    router[method](route.path, handler);
+  }
+  return router;
+}

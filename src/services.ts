@@ -1,0 +1,57 @@
+import { type Authenticator, createAuthenticator } from './auth/authenticate';
+import { createDb, type Db } from './db/client';
+import { applyMigrations } from './db/migrate';
+import type { Config } from './env';
+import { createLogger, type Logger } from './lib/logger';
+import { type AppPubSub, createAppPubSub } from './lib/pubsub';
+
+/**
+ * The long-lived parts of one Parley instance, built once by `createServices` and handed to the
+ * GraphQL context, the REST adapter and the CLI. Nothing here is a module-level singleton, so a
+ * test can run several instances (SQLite and PostgreSQL, or two sharing Redis) in one process.
+ */
+export interface AppServices {
+  config: Config;
+  logger: Logger;
+  db: Db;
+  pubsub: AppPubSub;
+  auth: Authenticator;
+  /** Closes what was opened, in reverse order. */
+  close(): Promise<void>;
+}
+
+export interface CreateServicesOptions {
+  logger?: Logger;
+  /** Apply pending migrations before opening (default true). */
+  migrate?: boolean;
+}
+
+export async function createServices(config: Config, opts: CreateServicesOptions = {}): Promise<AppServices> {
+  const logger = opts.logger ?? createLogger(config.LOG_LEVEL);
+  if (opts.migrate !== false) {
+    const applied = await applyMigrations(config.DATABASE_URL);
+    if (applied.length) logger.info({ applied }, 'applied database migrations');
+  }
+  const db = await createDb(config.DATABASE_URL);
+  const { pubsub, close: closePubSub } = createAppPubSub(config.REDIS_URL, {
+    prefix: config.REDIS_PREFIX,
+    onError: (err) => logger.warn({ err }, 'redis connection error'),
+  });
+  const auth = createAuthenticator({
+    db,
+    adminToken: config.ADMIN_TOKEN,
+    cacheTtlMs: config.KEY_CACHE_TTL_MS,
+    logger,
+  });
+  return {
+    config,
+    logger,
+    db,
+    pubsub,
+    auth,
+    async close() {
+      await closePubSub();
+      await db.close();
+    },
+  };
+}

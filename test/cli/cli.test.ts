@@ -1,0 +1,109 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { projectRoot } from '../../src/db/schema-source';
+import type { ScratchDatabase } from '../../src/db/scratch';
+import { createScratchDatabase } from '../../src/db/scratch';
+import { startTestApp } from '../helpers/app';
+import { describeEachDatabase, lanes } from '../helpers/lanes';
+
+const run = promisify(execFile);
+const bin = join(projectRoot, 'bin/parley.js');
+
+async function parley(args: string[], env: Record<string, string>) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [bin, ...args], {
+      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env },
+      timeout: 60_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describeEachDatabase('the parley CLI', (provider) => {
+  let database: ScratchDatabase;
+  beforeAll(async () => {
+    // An empty database: the CLI applies the migrations itself.
+    const l = lanes();
+    database = await createScratchDatabase(provider, {
+      pgAdminUrl: l.postgres?.adminUrl,
+      prefix: `parley_t_${l.runId}_cli`,
+    });
+  });
+  afterAll(async () => {
+    await database.drop();
+  });
+
+  it('creates a project, printing exactly one JSON object on stdout, and its key authenticates GraphQL', async () => {
+    const out = await parley(['project', 'create', '--name', 'demo'], { DATABASE_URL: database.url });
+    expect(out.code).toBe(0);
+    const lines = out.stdout.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const created = JSON.parse(lines[0]!);
+    expect(Object.keys(created).sort()).toEqual(['apiKey', 'environments', 'projectID', 'workspaceID']);
+    expect(created.projectID).toMatch(/^[0-9a-f]{24}$/);
+    expect(created.workspaceID).toMatch(/^[0-9a-f]{24}$/);
+    expect(created.apiKey).toMatch(/^ak\.[0-9a-f]{24}\./);
+    expect(created.environments.map((e: { alias: string }) => e.alias)).toEqual(['development', 'production']);
+    // Logs went to stderr, as JSON lines.
+    expect(out.stderr).toContain('applied database migrations');
+
+    const app = await startTestApp(provider, { database });
+    try {
+      const res = await app.gql('{ viewer { kind projectID } projects { name } }', {}, created.apiKey);
+      expect(res.body.data).toEqual({
+        viewer: { kind: 'key', projectID: created.projectID },
+        projects: [{ name: 'demo' }],
+      });
+
+      const key = await parley(
+        ['key', 'create', '--project', created.projectID, '--scopes', 'analytics:read,kb:read'],
+        {
+          DATABASE_URL: database.url,
+        },
+      );
+      expect(key.code).toBe(0);
+      const k = JSON.parse(key.stdout);
+      expect(Object.keys(k).sort()).toEqual(['apiKey', 'keyID', 'scopes']);
+      expect(k.scopes).toEqual(['analytics:read', 'kb:read']);
+      expect((await app.http('GET', '/v1/whoami', { key: k.apiKey })).body.key.scopes).toEqual([
+        'analytics:read',
+        'kb:read',
+      ]);
+
+      const revoke = await parley(['key', 'revoke', k.keyID], { DATABASE_URL: database.url });
+      expect(revoke.code).toBe(0);
+      expect(JSON.parse(revoke.stdout)).toMatchObject({ keyID: k.keyID, revokedAt: expect.stringMatching(/Z$/) });
+      app.services.auth.invalidate(k.keyID); // another process revoked it: this instance's cache would keep it for up to KEY_CACHE_TTL_MS
+      expect((await app.http('GET', '/v1/whoami', { key: k.apiKey })).status).toBe(401);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('exits 2 with usage on bad arguments, and 1 naming an unknown project', async () => {
+    const noName = await parley(['project', 'create'], { DATABASE_URL: database.url });
+    expect(noName.code).toBe(2);
+    expect(noName.stdout).toBe('');
+    expect(noName.stderr).toContain('--name');
+    const badScope = await parley(['key', 'create', '--project', 'a'.repeat(24), '--scopes', 'root'], {
+      DATABASE_URL: database.url,
+    });
+    expect(badScope.code).toBe(2);
+    const unknown = await parley(['key', 'create', '--project', 'a'.repeat(24)], { DATABASE_URL: database.url });
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('not found');
+    const bogus = await parley(['frobnicate'], { DATABASE_URL: database.url });
+    expect(bogus.code).toBe(2);
+  });
+
+  it('migrates on demand and reports what it applied', async () => {
+    const out = await parley(['migrate'], { DATABASE_URL: database.url });
+    expect(out.code).toBe(0);
+    expect(JSON.parse(out.stdout)).toEqual({ applied: [] });
+  });
+});

@@ -1,0 +1,157 @@
+import { expect, it } from 'vitest';
+import { startTestApp, useTestApp } from '../helpers/app';
+import { createTestDatabase, describeEachDatabase } from '../helpers/lanes';
+
+describeEachDatabase('HTTP basics', (provider) => {
+  const t = useTestApp(provider, { env: { BODY_LIMIT_BYTES: '2048' } });
+
+  it('answers /healthz and /readyz', async () => {
+    expect((await t.app.http('GET', '/healthz')).body).toEqual({ status: 'ok' });
+    const ready = await t.app.http('GET', '/readyz');
+    expect(ready.status).toBe(200);
+    expect(ready.body).toEqual({ status: 'ready', database: provider });
+  });
+
+  it('puts a request ID on every response, keeping a sane one sent by the caller', async () => {
+    const generated = await t.app.http('GET', '/healthz');
+    expect(generated.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    const kept = await t.app.http('GET', '/nope', { headers: { 'x-request-id': 'trace-123' } });
+    expect(kept.headers.get('x-request-id')).toBe('trace-123');
+    const replaced = await t.app.http('GET', '/healthz', { headers: { 'x-request-id': 'bad id with spaces' } });
+    expect(replaced.headers.get('x-request-id')).not.toBe('bad id with spaces');
+  });
+
+  it('answers an unknown route with a JSON 404', async () => {
+    const res = await t.app.http('DELETE', '/v1/nothing/here');
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({
+      statusCode: 404,
+      statusText: 'Not Found',
+      errorCode: 'NOT_FOUND',
+      message: 'No route for DELETE /v1/nothing/here',
+    });
+  });
+
+  it('answers malformed JSON with 400 and a body over the limit with 413, storing nothing', async () => {
+    const p = await t.app.createProject();
+    const malformed = await t.app.http('POST', '/v1/environment', { key: p.apiKey, body: '{"projectID": ' });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body).toMatchObject({ statusCode: 400, errorCode: 'MALFORMED_JSON' });
+    const big = await t.app.http('POST', '/v1/environment', {
+      key: t.app.operatorToken,
+      body: { projectID: p.projectID, alias: 'big', padding: 'x'.repeat(3000) },
+    });
+    expect(big.status).toBe(413);
+    expect(big.body).toMatchObject({
+      statusCode: 413,
+      statusText: 'Payload Too Large',
+      errorCode: 'PAYLOAD_TOO_LARGE',
+    });
+    const gqlBig = await t.app.http('POST', '/graphql', {
+      key: p.apiKey,
+      body: { query: `{ viewer { kind } } #${'x'.repeat(3000)}` },
+    });
+    expect(gqlBig.status).toBe(413);
+    const envs = await t.app.services.db.prisma.environment.count({ where: { projectId: p.projectID } });
+    expect(envs).toBe(2);
+  });
+
+  it('answers a body that is not JSON with 415, and a missing body with 400', async () => {
+    const p = await t.app.createProject();
+    const text = await t.app.http('POST', '/v1/environment', {
+      key: t.app.operatorToken,
+      body: 'projectID=1',
+      headers: { 'content-type': 'text/plain' },
+    });
+    expect(text.status).toBe(415);
+    expect(text.body.errorCode).toBe('UNSUPPORTED_MEDIA_TYPE');
+    const none = await t.app.http('POST', '/v1/environment', { key: t.app.operatorToken });
+    expect(none.status).toBe(400);
+    expect(none.body.message).toMatch(/JSON request body/);
+    expect(p.projectID).toBeTruthy();
+  });
+
+  it('names every problem of a body: unknown members, wrong types, missing members', async () => {
+    const p = await t.app.createProject();
+    const res = await t.app.http('POST', '/v1/environment', {
+      key: t.app.operatorToken,
+      body: { projectID: p.projectID, alias: 7, extra: true },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.details).toEqual(
+      expect.arrayContaining([
+        { path: 'alias', message: 'must be a string (got an integer)' },
+        { path: 'extra', message: 'is not an allowed member' },
+      ]),
+    );
+    const missing = await t.app.http('POST', '/v1/environment', { key: t.app.operatorToken, body: { alias: 'x' } });
+    expect(missing.body.details).toEqual([{ path: 'projectID', message: 'is required' }]);
+    const path = await t.app.http('GET', '/v1/environment/project/not-an-id', { key: p.apiKey });
+    expect(path.status).toBe(400);
+    expect(path.body.details[0]).toEqual({
+      path: 'projectID',
+      message: 'must be a 24-character lowercase hex project ID',
+    });
+  });
+
+  it('serves GraphiQL on /graphql to browsers', async () => {
+    const res = await t.app.http('GET', '/graphql', { headers: { accept: 'text/html' } });
+    expect(res.status).toBe(200);
+    expect(res.text).toContain('Parley GraphQL');
+  });
+
+  it('masks unexpected errors and gives the caller the request ID to quote', async () => {
+    // A broken database handle makes the resolver fail in a way no code expects.
+    const original = t.app.services.db.prisma.environment.findMany;
+    (t.app.services.db.prisma.environment as { findMany: unknown }).findMany = () =>
+      Promise.reject(new Error('disk on fire: SELECT secret'));
+    try {
+      const p = await t.app.createProject();
+      const res = await t.app.http('GET', `/v1/environment/project/${p.projectID}`, {
+        key: p.apiKey,
+        headers: { 'x-request-id': 'req-42' },
+      });
+      expect(res.status).toBe(500);
+      expect(res.body).toMatchObject({ errorCode: 'INTERNAL_ERROR', requestId: 'req-42' });
+      expect(res.text).not.toContain('disk on fire');
+      expect(res.text).not.toContain('SELECT');
+      const gql = await t.app.gql('query($p: ID!) { environments(projectID: $p) { id } }', { p: p.projectID });
+      expect(gql.body.errors[0].extensions).toMatchObject({ code: 'INTERNAL_ERROR' });
+      expect(gql.text).not.toContain('disk on fire');
+    } finally {
+      (t.app.services.db.prisma.environment as { findMany: unknown }).findMany = original;
+    }
+  });
+});
+
+describeEachDatabase('readiness before migrations', (provider) => {
+  it('is 503 while migrations are pending', async () => {
+    const database = await createTestDatabase(provider);
+    const app = await startTestApp(provider, { database });
+    try {
+      await app.services.db.prisma.$executeRawUnsafe('DELETE FROM _prisma_migrations');
+      const res = await app.http('GET', '/readyz');
+      expect(res.status).toBe(503);
+      expect(res.body).toMatchObject({
+        errorCode: 'SERVICE_UNAVAILABLE',
+        message: expect.stringContaining('migrations pending'),
+      });
+    } finally {
+      await app.close();
+      await database.drop();
+    }
+  });
+
+  it('is 503 once shutdown has begun', async () => {
+    const app = await startTestApp(provider);
+    try {
+      expect((await app.http('GET', '/readyz')).status).toBe(200);
+      app.running.parley.setDraining();
+      const res = await app.http('GET', '/readyz');
+      expect(res.status).toBe(503);
+      expect(res.body.message).toBe('Shutting down.');
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -1,0 +1,21 @@
+import { createRequire } from 'node:module';
+import { defineConfig } from 'vitest/config';
+
+const require = createRequire(import.meta.url);
+
+export default defineConfig({
+  resolve: {
+    // graphql 16 ships CJS (main) and ESM (module). Node, and so every dependency, loads the CJS
+    // build; Vite would pick the ESM one for our sources, and two graphql instances cannot share
+    // a schema. Make the tests load the one Node loads, as the server does at run time.
+    alias: { graphql: require.resolve('graphql') },
+  },
+  test: {
+    include: ['test/**/*.test.ts'],
+    globalSetup: ['test/global-setup.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+    reporters: ['default'],
+  },
+});
