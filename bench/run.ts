@@ -1,0 +1,26 @@
+/**
+ * npm run bench [-- <suite>... ] [--providers sqlite,postgresql] [--quick]
+ *
+ * Runs the benchmark suites (all by default) and prints their figures, each beside a baseline
+ * measured in the same run. PostgreSQL runs on PARLEY_PG_ADMIN_URL (default the local server).
+ */
+import { defaultBenchContext } from './lib';
+import { suites } from './suites';
+
+const { ctx, names } = defaultBenchContext(process.argv.slice(2));
+const unknown = names.filter((n) => !suites.some((s) => s.name === n));
+if (unknown.length) {
+  console.error(`unknown suite(s): ${unknown.join(', ')}; known: ${suites.map((s) => s.name).join(', ')}`);
+  process.exit(2);
+}
+const selected = names.length ? suites.filter((s) => names.includes(s.name)) : suites;
+console.log(
+  `Parley benchmarks on Node ${process.version}, providers: ${ctx.providers.join(', ')}${ctx.quick ? ' (quick)' : ''}`,
+);
+for (const suite of selected) {
+  console.log(`\n=== ${suite.name}: ${suite.description}`);
+  const started = performance.now();
+  await suite.run(ctx);
+  console.log(`(${suite.name} took ${((performance.now() - started) / 1000).toFixed(1)} s)`);
+}
+process.exit(0);

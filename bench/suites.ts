@@ -1,0 +1,5 @@
+import { httpBench } from './http.bench';
+import type { BenchSuite } from './lib';
+
+/** Every benchmark suite, in the order `npm run bench` runs them. Add yours here. */
+export const suites: BenchSuite[] = [httpBench];
