@@ -39,6 +39,15 @@ const configSchema = z.object({
    * another instance take effect within this time; on this instance, at once). */
   KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(5000),
   GRAPHIQL: booleanFlag.optional(),
+  /** Run background jobs (evaluations, ingestion) in this process. A deployment may run them only in
+   * `parley worker` processes instead. */
+  JOBS_ENABLED: booleanFlag.default(true),
+  /** Jobs one instance runs at the same time. */
+  JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  /** How often an idle worker looks for due jobs, in milliseconds (enqueueing also wakes it). */
+  JOB_POLL_MS: z.coerce.number().int().min(10).default(1000),
+  /** How long a worker owns a claimed job before another may take it over (renewed while it runs). */
+  JOB_LEASE_MS: z.coerce.number().int().min(100).default(60_000),
   /** On SIGTERM: how long in-flight requests may take before the process exits anyway. */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
 });

@@ -2,6 +2,7 @@ import { type Authenticator, createAuthenticator } from './auth/authenticate';
 import { createDb, type Db } from './db/client';
 import { applyMigrations } from './db/migrate';
 import type { Config } from './env';
+import { createJobRunner, type JobRunner } from './jobs/runner';
 import { createLogger, type Logger } from './lib/logger';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
 
@@ -16,6 +17,8 @@ export interface AppServices {
   db: Db;
   pubsub: AppPubSub;
   auth: Authenticator;
+  /** Durable background jobs. Areas register their handlers here; the server (or `parley worker`) starts it. */
+  jobs: JobRunner;
   /** Closes what was opened, in reverse order. */
   close(): Promise<void>;
 }
@@ -43,13 +46,23 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     cacheTtlMs: config.KEY_CACHE_TTL_MS,
     logger,
   });
+  const jobs = createJobRunner({
+    db,
+    logger,
+    pubsub,
+    concurrency: config.JOB_CONCURRENCY,
+    pollIntervalMs: config.JOB_POLL_MS,
+    leaseMs: config.JOB_LEASE_MS,
+  });
   return {
     config,
     logger,
     db,
     pubsub,
     auth,
+    jobs,
     async close() {
+      await jobs.stop({ graceMs: config.SHUTDOWN_GRACE_MS });
       await closePubSub();
       await db.close();
     },

@@ -12,6 +12,7 @@ import { type AppServices, createServices } from '../services';
 const usage = `Usage: parley <command> [options]
 
   serve                                   start the server (same as npm start)
+  worker                                  run background jobs only (no HTTP), e.g. beside servers with JOBS_ENABLED=false
   migrate                                 apply pending database migrations
   project create --name NAME [--workspace ID] [--scopes a,b]
                                           create a project, its environments and first API key
@@ -73,6 +74,23 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       const running = await startServer(config);
       exitOnSignals(running);
       return -1; // keep running
+    }
+    case 'worker': {
+      const services = await createServices(config, {
+        logger: createLogger(config.LOG_LEVEL, { component: 'worker' }),
+      });
+      services.jobs.start();
+      services.logger.info({ workerId: services.jobs.workerId }, 'Parley worker running');
+      const stop = (signal: string) => {
+        services.logger.info({ signal }, 'worker stopping');
+        services.close().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+      };
+      process.once('SIGTERM', () => stop('SIGTERM'));
+      process.once('SIGINT', () => stop('SIGINT'));
+      return -1;
     }
     case 'migrate': {
       const applied = await applyMigrations(config.DATABASE_URL);

@@ -23,6 +23,8 @@ export type Topics = {
   auditEvent: [workspaceId: string, event: AuditEventPayload];
   /** Audit events of every workspace, for the operator. */
   auditEventAll: [event: AuditEventPayload];
+  /** A job was enqueued: wakes the job runners of every instance. */
+  jobEnqueued: [event: { queue: string }];
 };
 
 export type AppPubSub = PubSub<Topics>;

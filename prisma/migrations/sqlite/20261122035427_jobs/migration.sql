@@ -1,0 +1,27 @@
+-- CreateTable
+CREATE TABLE "Job" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "queue" TEXT NOT NULL,
+    "dedupeKey" TEXT,
+    "payload" JSONB NOT NULL,
+    "status" TEXT NOT NULL DEFAULT 'queued',
+    "attempts" INTEGER NOT NULL DEFAULT 0,
+    "maxAttempts" INTEGER NOT NULL DEFAULT 5,
+    "runAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "lockedBy" TEXT,
+    "lockedUntil" DATETIME,
+    "lastError" TEXT,
+    "projectId" TEXT,
+    "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "updatedAt" DATETIME NOT NULL,
+    "finishedAt" DATETIME
+);
+
+-- CreateIndex
+CREATE UNIQUE INDEX "Job_dedupeKey_key" ON "Job"("dedupeKey");
+
+-- CreateIndex
+CREATE INDEX "Job_status_queue_runAt_idx" ON "Job"("status", "queue", "runAt");
+
+-- CreateIndex
+CREATE INDEX "Job_projectId_queue_status_idx" ON "Job"("projectId", "queue", "status");

@@ -1,0 +1,215 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createDb, type Db } from '../../src/db/client';
+import type { ScratchDatabase } from '../../src/db/scratch';
+import { enqueueJob, queueStats } from '../../src/jobs/queue';
+import { createJobRunner, type JobRunner, PermanentJobError } from '../../src/jobs/runner';
+import { createLogger } from '../../src/lib/logger';
+import { createTestDatabase, describeEachDatabase } from '../helpers/lanes';
+
+const logger = createLogger('silent');
+
+describeEachDatabase('the job runner', (provider) => {
+  let database: ScratchDatabase;
+  let db: Db;
+  const runners: JobRunner[] = [];
+  const extraDbs: Db[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase(provider);
+    db = await createDb(database.url);
+  });
+  afterAll(async () => {
+    for (const r of runners) await r.stop({ graceMs: 100 });
+    for (const d of extraDbs) await d.close();
+    await db.close();
+    await database.drop();
+  });
+
+  function runner(opts: Partial<Parameters<typeof createJobRunner>[0]> = {}): JobRunner {
+    const r = createJobRunner({ db, logger, pollIntervalMs: 20, leaseMs: 2000, backoffMs: () => 30, ...opts });
+    runners.push(r);
+    return r;
+  }
+
+  const uniqueQueue = (name: string) => `${name}-${Math.random().toString(36).slice(2, 8)}`;
+
+  it('runs an enqueued job once, with its payload, and marks it done', async () => {
+    const queue = uniqueQueue('simple');
+    const seen: unknown[] = [];
+    const r = runner();
+    r.register(queue, async (job) => {
+      seen.push({ payload: job.payload, attempt: job.attempt });
+    });
+    const { id } = await enqueueJob(db.prisma, { queue, payload: { transcriptID: 't1', nested: { n: 1.5 } } });
+    r.start();
+    await r.drain();
+    expect(seen).toEqual([{ payload: { transcriptID: 't1', nested: { n: 1.5 } }, attempt: 1 }]);
+    const job = await db.prisma.job.findUniqueOrThrow({ where: { id } });
+    expect(job).toMatchObject({ status: 'done', attempts: 1, lockedBy: null, lastError: null });
+    expect(job.finishedAt).toBeInstanceOf(Date);
+  });
+
+  it('retries a failing job with backoff until it succeeds', async () => {
+    const queue = uniqueQueue('flaky');
+    const attempts: number[] = [];
+    const r = runner();
+    r.register(queue, async (job) => {
+      attempts.push(job.attempt);
+      if (job.attempt < 3) throw new Error(`boom ${job.attempt}`);
+    });
+    const { id } = await enqueueJob(db.prisma, { queue, payload: {} });
+    r.start();
+    await expect
+      .poll(async () => (await db.prisma.job.findUniqueOrThrow({ where: { id } })).status, { timeout: 10_000 })
+      .toBe('done');
+    expect(attempts).toEqual([1, 2, 3]);
+    expect((await db.prisma.job.findUniqueOrThrow({ where: { id } })).lastError).toBeNull();
+  });
+
+  it('gives up after maxAttempts, and at once on a permanent error, recording the reason', async () => {
+    const queue = uniqueQueue('doomed');
+    const r = runner();
+    r.register(queue, async (job) => {
+      if (job.payload.permanent) throw new PermanentJobError('the evaluation was deleted');
+      throw new Error('provider down');
+    });
+    const retried = await enqueueJob(db.prisma, { queue, payload: {}, maxAttempts: 2 });
+    const permanent = await enqueueJob(db.prisma, { queue, payload: { permanent: true } });
+    r.start();
+    await expect
+      .poll(async () => (await db.prisma.job.findMany({ where: { queue, status: 'failed' } })).length, {
+        timeout: 10_000,
+      })
+      .toBe(2);
+    const a = await db.prisma.job.findUniqueOrThrow({ where: { id: retried.id } });
+    const b = await db.prisma.job.findUniqueOrThrow({ where: { id: permanent.id } });
+    expect(a).toMatchObject({ attempts: 2, lastError: 'Error: provider down' });
+    expect(b).toMatchObject({ attempts: 1, lastError: 'PermanentJobError: the evaluation was deleted' });
+  });
+
+  it('makes one job per dedupe key, and none when the enqueuing transaction rolls back', async () => {
+    const queue = uniqueQueue('dedupe');
+    const first = await enqueueJob(db.prisma, { queue, payload: { n: 1 }, dedupeKey: `${queue}:k` });
+    const second = await enqueueJob(db.prisma, { queue, payload: { n: 2 }, dedupeKey: `${queue}:k` });
+    expect(first.created).toBe(true);
+    expect(second).toEqual({ id: first.id, queue, created: false });
+    await expect(
+      db.prisma.$transaction(async (tx) => {
+        await enqueueJob(tx, { queue, payload: {}, dedupeKey: `${queue}:rolled-back` });
+        throw new Error('the caller failed after enqueueing');
+      }),
+    ).rejects.toThrow('the caller failed');
+    expect(await db.prisma.job.count({ where: { queue } })).toBe(1);
+  });
+
+  it('resumes a job whose worker crashed, once its lease runs out, and runs it to completion once', async () => {
+    const queue = uniqueQueue('crash');
+    const completions: string[] = [];
+    const crashing = runner({ leaseMs: 300, workerId: 'crashing' });
+    let started!: () => void;
+    const isRunning = new Promise<void>((r) => {
+      started = r;
+    });
+    crashing.register(queue, async (job) => {
+      started();
+      await new Promise((_, reject) => job.signal.addEventListener('abort', () => reject(job.signal.reason)));
+    });
+    const { id } = await enqueueJob(db.prisma, { queue, payload: {} });
+    crashing.start();
+    await isRunning;
+    crashing.abandon(); // the process dies: the database still says "running, locked by crashing"
+    expect(await db.prisma.job.findUniqueOrThrow({ where: { id } })).toMatchObject({
+      status: 'running',
+      lockedBy: 'crashing',
+    });
+
+    const survivor = runner({ leaseMs: 300, workerId: 'survivor' });
+    survivor.register(queue, async (job) => {
+      completions.push(`${job.id}@${job.attempt}`);
+    });
+    survivor.start();
+    await expect
+      .poll(async () => (await db.prisma.job.findUniqueOrThrow({ where: { id } })).status, { timeout: 10_000 })
+      .toBe('done');
+    expect(completions).toEqual([`${id}@2`]);
+  });
+
+  it('shares work between two runners on one database without running any job twice', async () => {
+    const queue = uniqueQueue('shared');
+    const other = await createDb(database.url);
+    extraDbs.push(other);
+    const ran: string[] = [];
+    const handler = async (job: { id: string }) => {
+      ran.push(job.id);
+      await new Promise((r) => setTimeout(r, 5));
+    };
+    const a = runner({ concurrency: 3, workerId: 'a' });
+    const b = createJobRunner({ db: other, logger, pollIntervalMs: 20, leaseMs: 2000, concurrency: 3, workerId: 'b' });
+    runners.push(b);
+    a.register(queue, handler);
+    b.register(queue, handler);
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i++) ids.push((await enqueueJob(db.prisma, { queue, payload: { i } })).id);
+    a.start();
+    b.start();
+    await expect.poll(() => db.prisma.job.count({ where: { queue, status: 'done' } }), { timeout: 20_000 }).toBe(40);
+    expect([...ran].sort()).toEqual([...ids].sort());
+    const byWorker = await db.prisma.job.findMany({ where: { queue }, select: { attempts: true } });
+    expect(byWorker.every((j) => j.attempts === 1)).toBe(true);
+  });
+
+  it('hands a job that outlives the grace period back to the queue on stop, without counting the attempt', async () => {
+    const queue = uniqueQueue('stop');
+    const r = runner();
+    let started!: () => void;
+    const isRunning = new Promise<void>((res) => {
+      started = res;
+    });
+    r.register(queue, async (job) => {
+      started();
+      await new Promise((_, reject) => job.signal.addEventListener('abort', () => reject(job.signal.reason)));
+    });
+    const { id } = await enqueueJob(db.prisma, { queue, payload: {} });
+    r.start();
+    await isRunning;
+    await r.stop({ graceMs: 50 });
+    expect(await db.prisma.job.findUniqueOrThrow({ where: { id } })).toMatchObject({
+      status: 'queued',
+      attempts: 0,
+      lockedBy: null,
+      lockedUntil: null,
+    });
+  });
+
+  it('enqueues a recurring job once per period even with several runners', async () => {
+    const queue = uniqueQueue('tick');
+    const recurring = [{ queue, everyMs: 3_600_000 }];
+    const a = runner({ recurring });
+    const b = runner({ recurring });
+    const runs: string[] = [];
+    a.register(queue, async (job) => {
+      runs.push(job.id);
+    });
+    b.register(queue, async (job) => {
+      runs.push(job.id);
+    });
+    a.start();
+    b.start();
+    await expect.poll(() => db.prisma.job.count({ where: { queue, status: 'done' } }), { timeout: 10_000 }).toBe(1);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await db.prisma.job.count({ where: { queue } })).toBe(1);
+    expect(runs).toHaveLength(1);
+  });
+
+  it('reports depth, age and failures per queue', async () => {
+    const queue = uniqueQueue('stats');
+    await enqueueJob(db.prisma, { queue, payload: {}, runAt: new Date(Date.now() + 3600_000) });
+    await enqueueJob(db.prisma, { queue, payload: {} });
+    await db.prisma.job.create({
+      data: { id: `f${Date.now().toString(16).padStart(23, '0')}`.slice(0, 24), queue, payload: {}, status: 'failed' },
+    });
+    const stats = (await queueStats(db)).find((s) => s.queue === queue);
+    expect(stats).toMatchObject({ queue, queued: 2, running: 0, failed: 1 });
+    expect(stats!.oldestQueuedAgeMs).toBeGreaterThanOrEqual(0);
+  });
+});
