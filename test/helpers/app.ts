@@ -10,6 +10,7 @@ import { type RunningServer, startServer } from '../../src/server';
 import { createServices } from '../../src/services';
 import { createTestDatabase, lanes } from './lanes';
 
+// biome-ignore lint/suspicious/noExplicitAny: tests read JSON bodies of every shape; each assertion checks what it needs.
 export interface HttpResponse<T = any> {
   status: number;
   headers: Headers;
@@ -42,8 +43,10 @@ export interface TestApp {
   database: ScratchDatabase;
   /** The ADMIN_TOKEN of this instance. */
   operatorToken: string;
+  // biome-ignore lint/suspicious/noExplicitAny: see HttpResponse.
   http<T = any>(method: string, path: string, opts?: HttpOptions): Promise<HttpResponse<T>>;
   /** POST /graphql with a JSON body. */
+  // biome-ignore lint/suspicious/noExplicitAny: see HttpResponse.
   gql(query: string, variables?: Record<string, unknown>, key?: string): Promise<HttpResponse<any>>;
   createProject(opts?: { name?: string; workspaceId?: string; scopes?: Scope[] }): Promise<TestProject>;
   close(): Promise<void>;

@@ -1,0 +1,41 @@
+/**
+ * Writes docs/rest.md from the REST route table (`npm run docs:rest`); with --check, fails when the
+ * committed file is stale. The route table is the source of truth; this keeps the reference honest.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { projectRoot } from '../src/db/schema-source';
+import { routes } from '../src/rest/routes';
+
+const lines = [
+  '# REST and SSE reference',
+  '',
+  'Generated from `src/rest/routes.ts` by `npm run docs:rest`; do not edit by hand.',
+  '',
+  'Every route runs the GraphQL operation shown in the route table through the same pipeline as',
+  '`/graphql`. Authentication: `Authorization: <API key>` (or `Bearer <API key>`). Errors use the body',
+  'of DECISIONS.md §3: `{statusCode, statusText, errorCode, message, details?}`.',
+  '',
+  '| Method | Path | Success | What it does |',
+  '|---|---|---|---|',
+  ...routes.map((r) => {
+    const path = r.path.replace(/:([A-Za-z]+)/g, '{$1}');
+    return `| ${r.method} | \`${path}\` | ${r.status} | ${r.summary.replace(/\|/g, '\\|')} |`;
+  }),
+  '',
+];
+const text = lines.join('\n');
+const file = join(projectRoot, 'docs/rest.md');
+if (process.argv.includes('--check')) {
+  let current = '';
+  try {
+    current = readFileSync(file, 'utf8');
+  } catch {}
+  if (current !== text) {
+    console.error('docs/rest.md is stale: run `npm run docs:rest` and commit the result.');
+    process.exit(1);
+  }
+} else {
+  writeFileSync(file, text);
+  console.error(`wrote ${file}`);
+}
