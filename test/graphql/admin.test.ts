@@ -125,3 +125,26 @@ describeEachDatabase('admin operations', (provider) => {
     expect(operations).toEqual(['Project.findMany']);
   });
 });
+
+describeEachDatabase('GraphQL in process', (provider) => {
+  const t = useTestApp(provider);
+
+  it('answers through yoga.fetch exactly as over HTTP', async () => {
+    const p = await t.app.createProject();
+    const res = await t.app.running.parley.yoga.fetch('http://parley.internal/graphql', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${p.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ viewer { kind projectID } }' }),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ data: { viewer: { kind: 'key', projectID: p.projectID } } });
+    const denied = await t.app.running.parley.yoga.fetch('http://parley.internal/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ viewer { kind } }' }),
+    });
+    const body = await denied.json();
+    expect(denied.status).toBe(401);
+    expect(body.errors[0].extensions).toEqual({ code: 'UNAUTHENTICATED', http: { status: 401 } });
+  });
+});
