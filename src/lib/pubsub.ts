@@ -42,7 +42,15 @@ export function createAppPubSub(
   const { prefix = 'parley:', onError } = opts;
   if (!redisUrl) return { pubsub: createPubSub<Topics>(), close: async () => {} };
   const publishClient = new Redis(redisUrl, { maxRetriesPerRequest: 3 });
-  const subscribeClient = new Redis(redisUrl, { maxRetriesPerRequest: 3 });
+  // A SUBSCRIBE issued while ioredis 5 is still connecting races its handshake (INFO ready check,
+  // CLIENT SETINFO): the connection enters subscriber mode, the handshake command is refused, and
+  // later subscriptions are lost (ioredis#2037, fixed in ioredis 6, which the Redis event target
+  // does not support yet). A subscriber connection has no use for either check: turn them off.
+  const subscribeClient = new Redis(redisUrl, {
+    maxRetriesPerRequest: 3,
+    enableReadyCheck: false,
+    disableClientInfo: true,
+  });
   // ioredis reconnects by itself; without a listener an outage would be an unhandled 'error' event.
   for (const client of [publishClient, subscribeClient]) client.on('error', (err) => onError?.(err));
   // The event target fires subscribe/unsubscribe/publish without awaiting them: a command caught

@@ -127,10 +127,19 @@ describeWithRedis('subscriptions across instances', (redisUrl) => {
       singleConnection: true,
     });
     try {
+      // Environments are created on B only; the subscriber is on A. (Events published on A just
+      // before the subscription started, such as the project's own creation, may arrive too.)
+      const madeOnB = new Set<string>();
       let n = 0;
-      // Every event the subscriber on A receives was made on B.
-      await sub.prime(() => createEnvironment(b, p.projectID, `via-b-${n++}`));
-      expect(sub.events[0]).toMatchObject({
+      const createOnB = async () => {
+        const res = await createEnvironment(b, p.projectID, `via-b-${n++}`);
+        expect(res.status).toBe(201);
+        madeOnB.add(res.body.environment.id);
+      };
+      await sub.prime(createOnB);
+      await createOnB();
+      const events = await sub.waitFor((e) => e.some((x) => madeOnB.has(x.data?.auditEvents.targetID ?? '')));
+      expect(events.find((x) => madeOnB.has(x.data?.auditEvents.targetID ?? ''))).toMatchObject({
         data: { auditEvents: { action: 'environment.create', workspaceID: p.workspaceID } },
       });
     } finally {
