@@ -4,6 +4,7 @@ import { applyMigrations } from './db/migrate';
 import type { Config } from './env';
 import { createLogger, type Logger } from './lib/logger';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
+import { createLlmProvider, type LlmProvider } from './llm';
 
 /**
  * The long-lived parts of one Parley instance, built once by `createServices` and handed to the
@@ -16,6 +17,8 @@ export interface AppServices {
   db: Db;
   pubsub: AppPubSub;
   auth: Authenticator;
+  /** Language models: OpenAI-compatible when LLM_BASE_URL is set, else the built-in offline provider. */
+  llm: LlmProvider;
   /** Closes what was opened, in reverse order. */
   close(): Promise<void>;
 }
@@ -43,13 +46,29 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     cacheTtlMs: config.KEY_CACHE_TTL_MS,
     logger,
   });
+  const llm = createLlmProvider(
+    {
+      baseUrl: config.LLM_BASE_URL,
+      apiKey: config.LLM_API_KEY,
+      defaultModel: config.LLM_DEFAULT_MODEL,
+      embeddingModel: config.EMBEDDING_MODEL,
+      prices: config.llmPrices,
+      timeoutMs: config.LLM_TIMEOUT_MS,
+      maxRetries: config.LLM_MAX_RETRIES,
+      maxRetryWaitMs: config.LLM_MAX_RETRY_WAIT_MS,
+      maxTokensField: config.LLM_MAX_TOKENS_FIELD,
+    },
+    { logger: logger.child({ component: 'llm' }) },
+  );
   return {
     config,
     logger,
     db,
     pubsub,
     auth,
+    llm,
     async close() {
+      await llm.close();
       await closePubSub();
       await db.close();
     },
