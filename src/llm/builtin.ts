@@ -3,6 +3,7 @@ import { LlmError } from './errors';
 import { answerExtractively, wordPieces } from './extractive-answer';
 import { collectChatStream, meterChatStream, type ProviderChatEvent } from './metering';
 import { BUILTIN_MODEL, createCostCalculator } from './prices';
+import { checkChatRequest } from './request-checks';
 import { countTokens } from './tokens';
 import type { ChatRequest, ChatStreamEvent, FinishReason, LlmProvider, LlmProviderInfo } from './types';
 
@@ -43,6 +44,7 @@ export function createBuiltinProvider(options: BuiltinProviderOptions = {}): Llm
   };
 
   async function* events(request: ChatRequest): AsyncGenerator<ProviderChatEvent> {
+    checkChatRequest(request, BUILTIN);
     if (request.responseFormat === 'json_object') {
       // An extract is not JSON; inventing a JSON verdict is exactly what must not happen.
       throw new LlmError('unsupported', 'The built-in provider is not a language model and cannot answer in JSON', {

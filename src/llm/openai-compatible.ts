@@ -6,6 +6,7 @@ import { type CallControl, createCallControl, type StopReason } from './call-con
 import { LlmError, type LlmErrorKind } from './errors';
 import { collectChatStream, meterChatStream, type ProviderChatEvent } from './metering';
 import { createCostCalculator, type PriceTable } from './prices';
+import { checkChatRequest, checkEmbedRequest } from './request-checks';
 import { backoffDelayMs, isRetryableStatus, retryAfterMsFromHeaders, sleep as sleepFor } from './retry';
 import { countTokens } from './tokens';
 import type {
@@ -186,6 +187,7 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
   }
 
   async function* chatEvents(request: ChatRequest, model: string): AsyncGenerator<ProviderChatEvent> {
+    checkChatRequest(request, OPENAI_COMPATIBLE);
     const timeoutMs = request.timeoutMs ?? options.timeoutMs;
     const control = newCallControl(request.signal, timeoutMs);
     const body: ChatCompletionCreateParamsStreaming = {
@@ -214,7 +216,10 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
             if (read.finishReason) finishReason = read.finishReason;
             if (read.content) {
               startedText = true;
+              // The timeout measures the provider, not a consumer that is slow to take the piece.
+              control.pause();
               yield { type: 'delta', text: read.content };
+              control.touch();
             }
           }
           // The client ends the iteration quietly when its request is aborted.
@@ -292,6 +297,7 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
         provider: OPENAI_COMPATIBLE,
       });
     }
+    checkEmbedRequest(request, OPENAI_COMPATIBLE);
     const started = performance.now();
     const timeoutMs = request.timeoutMs ?? options.timeoutMs;
     const control = newCallControl(request.signal, timeoutMs);

@@ -234,6 +234,18 @@ describe('OpenAI-compatible provider: cancellation and timeouts', () => {
     expect(result.text).toBe('123456');
   });
 
+  it('does not count a slow consumer against the timeout', async () => {
+    fake.script({ type: 'chat', chunks: ['slow', ' reader'] });
+    const deltas: string[] = [];
+    for await (const e of provider({ timeoutMs: 1000 }).stream({ messages })) {
+      if (e.type !== 'delta') continue;
+      deltas.push(e.text);
+      // The consumer takes longer than the timeout; the provider was not the one waiting.
+      if (deltas.length === 1) await new Promise((r) => setTimeout(r, 2500));
+    }
+    expect(deltas).toEqual(['slow', ' reader']);
+  });
+
   it('close() aborts calls in flight and leaves no connection open', async () => {
     fake.script({ type: 'chat' }, { type: 'chat', chunks: ['x', ' y'], hangAfterChunks: 1 });
     const p = provider();
@@ -376,6 +388,23 @@ describe('OpenAI-compatible provider: retries', () => {
 });
 
 describe('OpenAI-compatible provider: typed errors', () => {
+  it('refuses an invalid request before any HTTP, naming the option', async () => {
+    const p = provider();
+    const cases: [ChatRequest, string][] = [
+      [{ messages: [] }, 'messages must not be empty'],
+      [{ messages, temperature: 3 }, 'temperature'],
+      [{ messages, maxTokens: 0 }, 'maxTokens'],
+      [{ messages, timeoutMs: 1.5 }, 'timeoutMs'],
+      [{ messages: [{ role: 'tool' as 'user', content: 'x' }] }, 'role'],
+    ];
+    for (const [request, named] of cases) {
+      const error = await failureOf(p.complete(request));
+      expect(error.kind).toBe('bad_request');
+      expect(error.message).toContain(named);
+    }
+    expect(fake.requests).toHaveLength(0);
+  });
+
   it('maps statuses to kinds and does not retry client errors', async () => {
     const cases = [
       [401, 'auth'],
