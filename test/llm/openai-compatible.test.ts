@@ -142,6 +142,14 @@ describe('OpenAI-compatible provider: streaming', () => {
     expect(fake.requests[0]?.headers.authorization).toBeUndefined();
   });
 
+  it('measures time to first token from the start of the call, waits included', async () => {
+    fake.script({ type: 'chat', chunks: ['late', ' start'], delayHeadersMs: 300 });
+    const result = await provider().complete({ messages });
+    // Lower bounds only: a slow machine makes these longer, never shorter.
+    expect(result.accounting.timeToFirstTokenMs).toBeGreaterThanOrEqual(290);
+    expect(result.accounting.latencyMs).toBeGreaterThanOrEqual(result.accounting.timeToFirstTokenMs ?? Infinity);
+  });
+
   it('complete() returns the whole text, finish reason and accounting', async () => {
     fake.script({ type: 'chat', chunks: ['{"ok"', ': true}'], finishReason: 'length' });
     const result = await provider().complete({ messages });
@@ -357,6 +365,16 @@ describe('OpenAI-compatible provider: retries', () => {
     const error = await failureOf(provider().complete({ messages }));
     expect(error.kind).toBe('provider_down');
     expect(fake.requests).toHaveLength(3);
+  });
+
+  it('reports provider_down when nothing listens at the base URL', async () => {
+    const closed = await startFakeOpenAiServer();
+    const baseUrl = closed.baseUrl;
+    await closed.close();
+    const error = await failureOf(provider({ baseUrl, maxRetries: 1 }).complete({ messages }));
+    expect(error.kind).toBe('provider_down');
+    expect(error.message).toBe('Could not connect to the language model server');
+    expect(error.attempts).toBe(2);
   });
 
   it('never retries once the first token has arrived: the cut stream fails with what came', async () => {
