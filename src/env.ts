@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { DEFAULT_PRICES, type PriceTable, parsePriceTable } from './llm/prices';
 
 const booleanFlag = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -50,9 +52,34 @@ const configSchema = z.object({
   JOB_LEASE_MS: z.coerce.number().int().min(100).default(60_000),
   /** On SIGTERM: how long in-flight requests may take before the process exits anyway. */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+
+  // Language models (docs/models.md). Without LLM_BASE_URL the built-in offline provider answers.
+  /** An OpenAI-compatible API, version path included: https://api.openai.com/v1, http://127.0.0.1:11434/v1 */
+  LLM_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
+  LLM_API_KEY: z.string().optional(),
+  /** Required with LLM_BASE_URL: the model used when a caller names none. */
+  LLM_DEFAULT_MODEL: z.string().optional(),
+  /** Turns embeddings on (same server as LLM_BASE_URL). */
+  EMBEDDING_MODEL: z.string().optional(),
+  /** Prices per million tokens as JSON, {"model": {"input": 0.15, "output": 0.6}}; wins over the file. */
+  LLM_PRICES: z.string().optional(),
+  /** A JSON file of prices in the LLM_PRICES format. */
+  LLM_PRICES_FILE: z.string().optional(),
+  /** Longest wait for a model's answer to start, and then for each next piece of it. */
+  LLM_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+  /** Further attempts after 429, 5xx or a dropped connection, before the first token only. */
+  LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  /** A longer Retry-After fails the call at once (kind rate_limit) instead of waiting. */
+  LLM_MAX_RETRY_WAIT_MS: z.coerce.number().int().min(0).default(30_000),
+  /** OpenAI's reasoning models (o-series, gpt-5) take max_completion_tokens. */
+  LLM_MAX_TOKENS_FIELD: z.enum(['max_tokens', 'max_completion_tokens']).default('max_tokens'),
 });
 
-export type Config = z.infer<typeof configSchema> & { GRAPHIQL: boolean };
+export type Config = z.infer<typeof configSchema> & {
+  GRAPHIQL: boolean;
+  /** DEFAULT_PRICES, then LLM_PRICES_FILE, then LLM_PRICES: a later source wins per model. */
+  llmPrices: PriceTable;
+};
 
 export class ConfigError extends Error {}
 
@@ -65,5 +92,36 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const config = parsed.data;
-  return { ...config, GRAPHIQL: config.GRAPHIQL ?? config.NODE_ENV !== 'production' };
+  return {
+    ...config,
+    GRAPHIQL: config.GRAPHIQL ?? config.NODE_ENV !== 'production',
+    llmPrices: checkLlmSettings(config),
+  };
+}
+
+/** The language-model settings that depend on each other, and the price table they name. */
+function checkLlmSettings(config: z.infer<typeof configSchema>): PriceTable {
+  const problems: string[] = [];
+  if (config.LLM_BASE_URL && !config.LLM_DEFAULT_MODEL) {
+    problems.push('LLM_DEFAULT_MODEL: is required when LLM_BASE_URL is set');
+  }
+  if (config.EMBEDDING_MODEL && !config.LLM_BASE_URL) {
+    problems.push('EMBEDDING_MODEL: needs LLM_BASE_URL (the server that computes embeddings)');
+  }
+  let fromFile: PriceTable = {};
+  let fromEnv: PriceTable = {};
+  const file = config.LLM_PRICES_FILE;
+  try {
+    if (file) fromFile = parsePriceTable(readFileSync(file, 'utf8'), `LLM_PRICES_FILE (${file})`);
+  } catch (err) {
+    const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
+    problems.push(missing ? `LLM_PRICES_FILE: no file at ${file}` : (err as Error).message);
+  }
+  try {
+    if (config.LLM_PRICES) fromEnv = parsePriceTable(config.LLM_PRICES, 'LLM_PRICES');
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
+  if (problems.length) throw new ConfigError(`Invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`);
+  return { ...DEFAULT_PRICES, ...fromFile, ...fromEnv };
 }

@@ -5,6 +5,7 @@ import type { Config } from './env';
 import { createJobRunner, type JobRunner } from './jobs/runner';
 import { createLogger, type Logger } from './lib/logger';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
+import { createLlmProvider, type LlmProvider } from './llm';
 
 /**
  * The long-lived parts of one Parley instance, built once by `createServices` and handed to the
@@ -19,6 +20,8 @@ export interface AppServices {
   auth: Authenticator;
   /** Durable background jobs. Areas register their handlers here; the server (or `parley worker`) starts it. */
   jobs: JobRunner;
+  /** Language models: OpenAI-compatible when LLM_BASE_URL is set, else the built-in offline provider. */
+  llm: LlmProvider;
   /** Closes what was opened, in reverse order. */
   close(): Promise<void>;
 }
@@ -54,6 +57,20 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     pollIntervalMs: config.JOB_POLL_MS,
     leaseMs: config.JOB_LEASE_MS,
   });
+  const llm = createLlmProvider(
+    {
+      baseUrl: config.LLM_BASE_URL,
+      apiKey: config.LLM_API_KEY,
+      defaultModel: config.LLM_DEFAULT_MODEL,
+      embeddingModel: config.EMBEDDING_MODEL,
+      prices: config.llmPrices,
+      timeoutMs: config.LLM_TIMEOUT_MS,
+      maxRetries: config.LLM_MAX_RETRIES,
+      maxRetryWaitMs: config.LLM_MAX_RETRY_WAIT_MS,
+      maxTokensField: config.LLM_MAX_TOKENS_FIELD,
+    },
+    { logger: logger.child({ component: 'llm' }) },
+  );
   return {
     config,
     logger,
@@ -61,8 +78,10 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     pubsub,
     auth,
     jobs,
+    llm,
     async close() {
       await jobs.stop({ graceMs: config.SHUTDOWN_GRACE_MS });
+      await llm.close();
       await closePubSub();
       await db.close();
     },
