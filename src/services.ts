@@ -4,6 +4,9 @@ import { applyMigrations } from './db/migrate';
 import type { Config } from './env';
 import { createLogger, type Logger } from './lib/logger';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
+import { createLoggingTurnRecorder, type TurnRecorder } from './runtime/recorder';
+import { createRuntime, type Runtime } from './runtime/service';
+import type { AnyStepType } from './runtime/steps/step-type';
 
 /**
  * The long-lived parts of one Parley instance, built once by `createServices` and handed to the
@@ -16,6 +19,8 @@ export interface AppServices {
   db: Db;
   pubsub: AppPubSub;
   auth: Authenticator;
+  /** Agent programs, turns and conversation state. */
+  runtime: Runtime;
   /** Closes what was opened, in reverse order. */
   close(): Promise<void>;
 }
@@ -24,6 +29,10 @@ export interface CreateServicesOptions {
   logger?: Logger;
   /** Apply pending migrations before opening (default true). */
   migrate?: boolean;
+  /** Where finished turns go (default: a log line per turn; transcripts and usage plug in here). */
+  turnRecorder?: TurnRecorder;
+  /** Step types beyond the built-in ones. */
+  extraStepTypes?: readonly AnyStepType[];
 }
 
 export async function createServices(config: Config, opts: CreateServicesOptions = {}): Promise<AppServices> {
@@ -43,13 +52,32 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     cacheTtlMs: config.KEY_CACHE_TTL_MS,
     logger,
   });
+  const runtime = createRuntime({
+    db,
+    pubsub,
+    logger,
+    recorder: opts.turnRecorder ?? createLoggingTurnRecorder(logger),
+    extraStepTypes: opts.extraStepTypes,
+    limits: {
+      turnTimeoutMs: config.RUNTIME_TURN_TIMEOUT_MS,
+      stepLimit: config.RUNTIME_STEP_LIMIT,
+      lockWaitMs: config.RUNTIME_LOCK_WAIT_MS,
+      maxApiTimeoutMs: config.RUNTIME_API_TIMEOUT_MS,
+      maxApiResponseBytes: config.RUNTIME_API_MAX_RESPONSE_BYTES,
+      maxCodeTimeoutMs: config.RUNTIME_CODE_TIMEOUT_MS,
+      codeMemoryBytes: config.RUNTIME_CODE_MEMORY_MB * 1024 * 1024,
+      sandboxWorkers: config.RUNTIME_SANDBOX_WORKERS,
+    },
+  });
   return {
     config,
     logger,
     db,
     pubsub,
     auth,
+    runtime,
     async close() {
+      await runtime.close();
       await closePubSub();
       await db.close();
     },
