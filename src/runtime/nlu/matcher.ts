@@ -4,8 +4,9 @@ import { type EntitySpec, extractEntity } from './entities';
  * Intent matching by similarity to sample utterances, with no model to download: each utterance
  * and the user's words become TF-IDF vectors over light-stemmed word tokens, compared by cosine,
  * blended with character-trigram overlap so that typos still score. A `{entity}` placeholder in
- * an utterance matches any value of that entity in the user's words. The confidence of an intent
- * is its best utterance's score, between 0 and 1.
+ * an utterance matches any value of that entity in the user's words, and a word no utterance has
+ * is read as the nearest one that does (one or two typing errors). The confidence of an intent is
+ * its best utterance's score, between 0 and 1.
  */
 
 export interface IntentDefinition {
@@ -101,6 +102,29 @@ function dice(a: Set<string>, b: Set<string>): number {
   return (2 * shared) / (a.size + b.size);
 }
 
+/** Edit distance (insertions, deletions, substitutions, adjacent swaps), stopping past `max`. */
+function editDistance(a: string, b: string, max: number): number {
+  if (Math.abs(a.length - b.length) > max) return max + 1;
+  let previous2: number[] = [];
+  let previous = Array.from({ length: b.length + 1 }, (_v, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    let rowMin = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let value = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        value = Math.min(value, previous2[j - 2]! + 1);
+      current.push(value);
+      rowMin = Math.min(rowMin, value);
+    }
+    if (rowMin > max) return max + 1;
+    previous2 = previous;
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
 type Vector = Map<string, number>;
 
 function norm(v: Vector): number {
@@ -163,6 +187,27 @@ export function createIntentMatcher(
     const df = documentFrequency.get(token);
     return df ? Math.log(1 + documents / df) : unseenIdf;
   };
+  // Typos: a word no utterance has becomes the closest word that one has, within 1 edit (2 for long words).
+  const vocabulary = [...documentFrequency.keys()].filter((t) => !t.startsWith('__'));
+  const corrections = new Map<string, string>();
+  const correct = (token: string): string => {
+    if (documentFrequency.has(token) || token.length < 4 || token.startsWith('__')) return token;
+    const cached = corrections.get(token);
+    if (cached !== undefined) return cached;
+    const max = token.length >= 8 ? 2 : 1;
+    let best = token;
+    let bestDistance = max + 1;
+    for (const word of vocabulary) {
+      const d = editDistance(token, word, max);
+      if (d < bestDistance) {
+        best = word;
+        bestDistance = d;
+      }
+    }
+    if (corrections.size > 10_000) corrections.clear();
+    corrections.set(token, best);
+    return best;
+  };
   const vectorize = (tokens: string[]): Vector => {
     const counts = new Map<string, number>();
     for (const t of tokens) counts.set(t, (counts.get(t) ?? 0) + 1);
@@ -182,7 +227,7 @@ export function createIntentMatcher(
   return {
     rank(text, now = new Date()) {
       const results: IntentMatch[] = [];
-      const plainTokens = tokenize(normalize(text));
+      const plainTokens = tokenize(normalize(text)).map(correct);
       for (const intent of prepared) {
         // The user's words with this intent's entities replaced by their placeholder tokens.
         let substituted = text;
@@ -193,7 +238,7 @@ export function createIntentMatcher(
           entities.push({ name, value: found.value });
           substituted = `${substituted.slice(0, found.start)} ${placeholderToken(name)} ${substituted.slice(found.end)}`;
         }
-        const tokens = entities.length ? tokenize(normalize(substituted)) : plainTokens;
+        const tokens = entities.length ? tokenize(normalize(substituted)).map(correct) : plainTokens;
         const vector = vectorize(tokens);
         const grams = trigrams(tokens);
         let best = 0;
