@@ -531,6 +531,44 @@ describeEachDatabase('runtime streams', (provider) => {
     expect(state.body.stack[0]).toMatchObject({ nodeID: 'ask', storage: { waiting: true } });
   });
 
+  it('hands the TurnRecorder a complete record of each turn before the stream ends', async () => {
+    const p = await projectWith(greeter);
+    const launch = await stream(t.app, v2StreamPath(p.projectID, 'lee'), {
+      key: p.apiKey,
+      body: { action: { type: 'launch' }, variables: { visits: 10 } },
+    });
+    // Recorded before `end` was sent: no waiting needed.
+    const first = recorder.records.find((r) => r.projectID === p.projectID)!;
+    expect(first).toMatchObject({
+      projectID: p.projectID,
+      environmentID: p.environments.find((e) => e.alias === 'development')!.id,
+      environmentAlias: 'development',
+      userID: 'lee',
+      sessionID: expect.stringMatching(/^[0-9a-f]{24}$/),
+      sessionStarted: true,
+      agent: { agentID: expect.any(String), name: 'Greeter', versionID: expect.any(String), versionNumber: 1 },
+      action: { type: 'launch' },
+      interactionType: 'launch',
+      requestVariables: { visits: 10 },
+      outcome: 'completed',
+      success: true,
+      error: null,
+      stateSaved: true,
+      conversationEnded: false,
+      clientDisconnected: false,
+      stepsRun: 4,
+    });
+    // Every trace in order with its time: the same ones the client got, nothing filtered.
+    expect(first.traces).toEqual(dataOf<TraceData>(launch.reading, 'trace'));
+    expect(first.finishedAt.getTime()).toBeGreaterThanOrEqual(first.startedAt.getTime());
+
+    const choice = dataOf<TraceData>(launch.reading, 'trace').at(-1)!;
+    const button = (choice.payload!.buttons as { request: unknown }[])[0]!.request;
+    await stream(t.app, v2StreamPath(p.projectID, 'lee'), { key: p.apiKey, body: { action: button } });
+    const second = recorder.records.filter((r) => r.projectID === p.projectID)[1]!;
+    expect(second).toMatchObject({ interactionType: 'button', sessionID: first.sessionID, sessionStarted: false });
+  });
+
   it('serves the interact subscription to graphql-sse clients directly', async () => {
     const p = await projectWith(greeter);
     const sub = recordSubscription<{ data?: { interact: { event: string; trace: TraceData | null; turnID: string } } }>(
