@@ -147,11 +147,15 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
   const programs = new Map<string, CompiledProgram>();
   const running = new Set<Promise<unknown>>();
 
-  async function deployedProgram(environmentId: string, alias: string): Promise<CompiledProgram> {
-    const deployment = await db.prisma.agentDeployment.findUnique({
-      where: { environmentId },
-      select: { agentVersionId: true },
+  /** The environment and the program it runs, in one query (plus one when the version is not cached). */
+  async function deployedProgram(projectId: string, idOrAlias: string) {
+    const environment = await db.prisma.environment.findFirst({
+      where: { projectId, OR: [{ id: idOrAlias }, { alias: idOrAlias }] },
+      select: { id: true, alias: true, agentDeployment: { select: { agentVersionId: true } } },
     });
+    if (!environment) throw new AppError('NOT_FOUND', `The project has no environment "${idOrAlias}"`);
+    const deployment = environment.agentDeployment;
+    const alias = environment.alias;
     if (!deployment) {
       throw new AppError(
         'NOT_FOUND',
@@ -159,7 +163,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
       );
     }
     const cached = programs.get(deployment.agentVersionId);
-    if (cached) return cached;
+    if (cached) return { environment, program: cached };
     const version = await db.prisma.agentVersion.findUniqueOrThrow({
       where: { id: deployment.agentVersionId },
       include: { agent: { select: { name: true } } },
@@ -172,7 +176,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     });
     if (programs.size >= programCacheSize) programs.delete(programs.keys().next().value as string);
     programs.set(version.id, compiled);
-    return compiled;
+    return { environment, program: compiled };
   }
 
   async function runTurn(
@@ -363,8 +367,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     deploy: (input) => deployAgentVersion(agentDeps, input),
 
     async startTurn(request) {
-      const environment = await resolveEnvironment(db, request.projectId, request.environment);
-      const program = await deployedProgram(environment.id, environment.alias);
+      const { environment, program } = await deployedProgram(request.projectId, request.environment);
       const turnId = newId();
       const queue = createEventQueue<TurnEvent>();
       const done = runTurn(turnId, request, { id: environment.id, alias: environment.alias }, program, queue);
