@@ -90,10 +90,11 @@ export function createStateStore(db: Db, opts: StateStoreOptions): StateStore {
     updatedAt: r.updatedAt,
   });
 
+  /** One attempt: the row with the lease taken (one statement), a new row holding it, or false. */
   async function tryAcquire(key: StateKey, token: string): Promise<StateRow | null | false> {
     const now = new Date();
     const lockedUntil = new Date(now.getTime() + opts.leaseMs);
-    const taken = await prisma.runtimeState.updateMany({
+    const [taken] = await prisma.runtimeState.updateManyAndReturn({
       where: {
         environmentId: key.environmentId,
         userId: key.userId,
@@ -101,18 +102,9 @@ export function createStateStore(db: Db, opts: StateStoreOptions): StateStore {
       },
       data: { lockToken: token, lockedUntil },
     });
-    if (taken.count === 1) {
-      const row = await prisma.runtimeState.findUnique({
-        where: { environmentId_userId: { environmentId: key.environmentId, userId: key.userId } },
-      });
-      if (!row || row.lockToken !== token) return false;
-      return row.version === uncommitted ? null : toRow(row);
-    }
-    const exists = await prisma.runtimeState.count({
-      where: { environmentId: key.environmentId, userId: key.userId },
-    });
-    if (exists) return false;
+    if (taken) return taken.version === uncommitted ? null : toRow(taken);
     try {
+      // No row (a new user), or a row whose lease is held: creating tells the two apart.
       await prisma.runtimeState.create({
         data: {
           environmentId: key.environmentId,
