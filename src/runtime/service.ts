@@ -197,7 +197,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
       for (const out of outputFormatter.push(trace)) queue.push({ event: 'trace', trace: out, turnId });
     };
     const debug = (type: string, message: string) =>
-      emit({ type: 'debug', payload: { type, message }, time: Date.now() });
+      emit({ type: 'debug', payload: { type, message: message.slice(0, 500) }, time: Date.now() });
 
     const config = request.config ?? {};
     const customActionStops =
