@@ -151,19 +151,20 @@ export function createCodeSandbox(opts: CodeSandboxOptions): CodeSandbox {
         continue;
       }
       slot.busy = task;
-      task.started = performance.now();
       const target = slot;
-      target.watchdog = setTimeout(() => {
-        finish(target, {
-          ok: false,
-          kind: 'timeout',
-          error: `the code did not stop within ${task.timeoutMs} ms and its sandbox was terminated`,
-          logs: [],
-        });
-        replace(target);
-      }, task.timeoutMs + watchdogGraceMs);
       target.ready.then(() => {
         if (target.busy !== task) return;
+        // The clock starts when the code does: a worker still loading its WebAssembly costs the code nothing.
+        task.started = performance.now();
+        target.watchdog = setTimeout(() => {
+          finish(target, {
+            ok: false,
+            kind: 'timeout',
+            error: `the code did not stop within ${task.timeoutMs} ms and its sandbox was terminated`,
+            logs: [],
+          });
+          replace(target);
+        }, task.timeoutMs + watchdogGraceMs);
         target.worker.postMessage({
           id: task.id,
           kind: task.kind,
