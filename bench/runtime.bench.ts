@@ -240,11 +240,12 @@ const gc = runInNewContext('gc') as () => void;
  */
 async function memory(): Promise<{ js: number; rss: number }> {
   let last = Number.POSITIVE_INFINITY;
-  for (let round = 0; round < 10; round++) {
+  let stable = 0;
+  for (let round = 0; round < 30 && stable < 3; round++) {
     gc();
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 50));
     const used = process.memoryUsage().heapUsed;
-    if (Math.abs(last - used) < 64 * 1024) break;
+    stable = Math.abs(last - used) < 16 * 1024 ? stable + 1 : 0;
     last = used;
   }
   const m = process.memoryUsage();
@@ -301,11 +302,14 @@ async function memorySuite(ctx: BenchContext, rows: (string | number)[][]): Prom
       warm,
     );
 
+    // Connections of the warm-up close after their responses: let them.
+    await new Promise((r) => setTimeout(r, 1000));
     const bareBefore = await memory();
     const bareEnds = await holdStreams(n, (i) => `${baseline.url}/stream/u${i}`, headers, body);
     const bareDuring = await memory();
     await bareEnds;
     await baseline.close();
+    await new Promise((r) => setTimeout(r, 1000));
 
     const before = await memory();
     const ends = await holdStreams(
