@@ -152,6 +152,11 @@ export function hourOf(date: Date | number): number {
   return Math.floor((typeof date === 'number' ? date : date.getTime()) / hourMs);
 }
 
+/** The UTC day (whole days since the epoch) that holds an hour. */
+export function dayOfHour(hour: number): number {
+  return Math.floor(hour / 24);
+}
+
 export function periodOf(hour: number): Date {
   return new Date(hour * hourMs);
 }

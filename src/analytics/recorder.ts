@@ -1,4 +1,5 @@
 import type { Db, PrismaDb } from '../db/client';
+import type { Provider } from '../db/schema-source';
 import { Prisma } from '../generated/sqlite/client';
 import { AppError, issuesToDetails, summarizeDetails } from '../lib/errors';
 import { newId } from '../lib/ids';
@@ -12,6 +13,7 @@ import {
   usageLimits,
 } from './events';
 import {
+  dayOfHour,
   metricOfKind,
   emptyDimensions as noDimensions,
   periodOf,
@@ -26,12 +28,15 @@ import {
  * 2. each (environment, hour, user) goes to UsageHourUser with ON CONFLICT DO NOTHING, and only
  *    the rows actually inserted increment unique_users, so a user counts once per bucket even
  *    when two instances record it at the same moment;
- * 3. the increments, summed per counter first, go to UsageRollup and UsageHourTotal as
- *    INSERT … ON CONFLICT DO UPDATE SET count = count + excluded.count: atomic on SQLite and
- *    PostgreSQL alike, so concurrent writers never lose an increment. Rows are written in key
- *    order, so two transactions touching the same counters lock them in the same order.
+ * 3. the increments, summed per counter first, go to UsageRollup, UsageHourTotal and (for
+ *    intents) UsageDayIntent as INSERT … ON CONFLICT DO UPDATE SET count = count + excluded.count:
+ *    atomic on SQLite and PostgreSQL alike, so concurrent writers never lose an increment. Rows
+ *    are written in key order, so two transactions touching the same counters lock them in the
+ *    same order.
  *
- * The SQL is the same on both engines; Prisma's tagged templates bind the parameters.
+ * Each statement takes its rows as one JSON parameter, unpacked by the database (json_each on
+ * SQLite, jsonb_populate_recordset on PostgreSQL): a batch of 1,000 events is five statements,
+ * and binding tens of thousands of single parameters through Prisma cost more than the writes.
  */
 
 /** A Prisma client or interactive-transaction client: what the recorder writes through. */
@@ -62,13 +67,35 @@ export interface UsageRecorderDeps {
   pubsub?: AppPubSub;
 }
 
-/** Rows per INSERT statement: well below SQLite's 32,766 and PostgreSQL's 65,535 parameters. */
-const chunkSize = 400;
-
-function chunks<T>(list: readonly T[], size = chunkSize): T[][] {
+function chunks<T>(list: readonly T[], size: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < list.length; i += size) out.push(list.slice(i, i + size));
   return out;
+}
+
+const quote = (identifier: string) => `"${identifier}"`;
+
+/**
+ * `SELECT <columns> FROM <the rows of a JSON array>` in each engine's dialect. Table and column
+ * names are this module's constants, never input; the JSON is a bound parameter.
+ */
+function jsonRows(provider: Provider, table: string, columns: readonly string[], rows: unknown[]): Prisma.Sql {
+  const json = JSON.stringify(rows);
+  if (provider === 'postgresql') {
+    // The table's row type gives every value its column type; ordinality keeps the lock order.
+    return Prisma.sql`SELECT ${Prisma.raw(columns.map((c) => `r.${quote(c)}`).join(', '))}
+      FROM jsonb_populate_recordset(NULL::${Prisma.raw(quote(table))}, CAST(${json} AS jsonb)) WITH ORDINALITY AS r
+      ORDER BY r.ordinality`;
+  }
+  // json_each walks the array in order. "WHERE true" lets SQLite parse the ON CONFLICT that follows.
+  return Prisma.sql`SELECT ${Prisma.raw(columns.map((c) => `value ->> '${c}'`).join(', '))}
+    FROM json_each(${json}) WHERE true`;
+}
+
+/** DateTime as each engine's Prisma adapter stores it. */
+function storedTimestamp(provider: Provider, date: Date): string {
+  const iso = date.toISOString();
+  return provider === 'sqlite' ? iso.replace('Z', '+00:00') : iso;
 }
 
 /** Validates what an internal caller passes; a bad event is a bug in the caller, reported as such. */
@@ -84,12 +111,54 @@ function checkEvents(events: readonly UsageEvent[]): void {
   }
 }
 
-const eventColumns = Prisma.raw(
-  '"id", "projectId", "environmentId", "kind", "occurredAt", "hour", "userId", "type", "model", "diagramId", "nodeId", "subjectId", "name", "quantity", "success", "idempotencyKey", "recordedAt"',
-);
+const eventColumns = [
+  'id',
+  'projectId',
+  'environmentId',
+  'kind',
+  'occurredAt',
+  'hour',
+  'userId',
+  'type',
+  'model',
+  'diagramId',
+  'nodeId',
+  'subjectId',
+  'name',
+  'quantity',
+  'success',
+  'idempotencyKey',
+  'recordedAt',
+] as const;
+const rollupColumns = [
+  'projectId',
+  'metric',
+  'hour',
+  'environmentId',
+  'type',
+  'model',
+  'diagramId',
+  'nodeId',
+  'subjectId',
+  'name',
+  'count',
+  'successCount',
+] as const;
+const totalColumns = ['projectId', 'metric', 'hour', 'environmentId', 'count', 'successCount'] as const;
+const hourUserColumns = ['projectId', 'hour', 'environmentId', 'userId'] as const;
+const dayIntentColumns = ['projectId', 'day', 'environmentId', 'intent', 'count'] as const;
+const columnList = (columns: readonly string[]) => Prisma.raw(columns.map(quote).join(', '));
+
+/** Rows per statement: keeps each JSON parameter to a few hundred kilobytes. */
+const rowsPerStatement = 2000;
 
 /** Inserts the event rows; returns those actually stored (not skipped as duplicates). */
-async function insertEvents(tx: UsageTx, rows: UsageEventRow[], now: Date): Promise<UsageEventRow[]> {
+async function insertEvents(
+  tx: UsageTx,
+  provider: Provider,
+  rows: UsageEventRow[],
+  now: Date,
+): Promise<UsageEventRow[]> {
   // A key repeated inside the batch: the first event wins, as it would across batches.
   const seen = new Set<string>();
   const unique = rows.filter((r) => {
@@ -100,22 +169,23 @@ async function insertEvents(tx: UsageTx, rows: UsageEventRow[], now: Date): Prom
     return true;
   });
   const keyed = seen.size > 0;
+  const recordedAt = storedTimestamp(provider, now);
   const stored: UsageEventRow[] = [];
-  for (const chunk of chunks(unique)) {
-    const values = Prisma.join(
-      chunk.map(
-        (r) =>
-          Prisma.sql`(${r.id}, ${r.projectId}, ${r.environmentId}, ${r.kind}, ${r.occurredAt}, ${r.hour}, ${r.userId}, ${r.type}, ${r.model}, ${r.diagramId}, ${r.nodeId}, ${r.subjectId}, ${r.name}, ${BigInt(r.quantity)}, ${r.success}, ${r.idempotencyKey}, ${now})`,
-      ),
+  for (const chunk of chunks(unique, rowsPerStatement)) {
+    const source = jsonRows(
+      provider,
+      'UsageEvent',
+      eventColumns,
+      chunk.map((r) => ({ ...r, occurredAt: storedTimestamp(provider, r.occurredAt), recordedAt })),
     );
     if (!keyed) {
-      await tx.$executeRaw`INSERT INTO "UsageEvent" (${eventColumns}) VALUES ${values}`;
+      await tx.$executeRaw`INSERT INTO "UsageEvent" (${columnList(eventColumns)}) ${source}`;
       stored.push(...chunk);
       continue;
     }
     // Only events with a key can conflict (NULLs are distinct in a unique index on both engines).
     const inserted = await tx.$queryRaw<{ id: string }[]>`
-      INSERT INTO "UsageEvent" (${eventColumns}) VALUES ${values}
+      INSERT INTO "UsageEvent" (${columnList(eventColumns)}) ${source}
       ON CONFLICT ("projectId", "idempotencyKey") DO NOTHING
       RETURNING "id"`;
     const ids = new Set(inserted.map((r) => r.id));
@@ -168,6 +238,7 @@ function sortedValues<T>(map: Map<string, T>): T[] {
 /** Inserts the (environment, hour, user) triples not seen before; returns the new ones. */
 async function insertHourUsers(
   tx: UsageTx,
+  provider: Provider,
   rows: UsageEventRow[],
 ): Promise<{ projectId: string; environmentId: string; hour: number }[]> {
   const triples = new Map<string, { projectId: string; environmentId: string; hour: number; userId: string }>();
@@ -178,12 +249,10 @@ async function insertHourUsers(
       triples.set(key, { projectId: r.projectId, environmentId: r.environmentId, hour: r.hour, userId: r.userId });
   }
   const added: { projectId: string; environmentId: string; hour: number }[] = [];
-  for (const chunk of chunks(sortedValues(triples))) {
-    const values = Prisma.join(
-      chunk.map((t) => Prisma.sql`(${t.projectId}, ${t.hour}, ${t.environmentId}, ${t.userId})`),
-    );
+  for (const chunk of chunks(sortedValues(triples), rowsPerStatement)) {
     const inserted = await tx.$queryRaw<{ projectId: string; environmentId: string; hour: number | bigint }[]>`
-      INSERT INTO "UsageHourUser" ("projectId", "hour", "environmentId", "userId") VALUES ${values}
+      INSERT INTO "UsageHourUser" (${columnList(hourUserColumns)})
+      ${jsonRows(provider, 'UsageHourUser', hourUserColumns, chunk)}
       ON CONFLICT DO NOTHING
       RETURNING "projectId", "environmentId", "hour"`;
     for (const row of inserted) added.push({ ...row, hour: Number(row.hour) });
@@ -191,32 +260,38 @@ async function insertHourUsers(
   return added;
 }
 
-async function upsertRollups(tx: UsageTx, deltas: CounterDelta[]): Promise<void> {
-  for (const chunk of chunks(deltas)) {
-    const values = Prisma.join(
-      chunk.map(
-        (d) =>
-          Prisma.sql`(${d.projectId}, ${d.metric}, ${d.hour}, ${d.environmentId}, ${d.type}, ${d.model}, ${d.diagramId}, ${d.nodeId}, ${d.subjectId}, ${d.name}, ${BigInt(d.count)}, ${BigInt(d.successCount)})`,
-      ),
-    );
+async function upsertRollups(tx: UsageTx, provider: Provider, deltas: CounterDelta[]): Promise<void> {
+  for (const chunk of chunks(deltas, rowsPerStatement)) {
     await tx.$executeRaw`
-      INSERT INTO "UsageRollup" ("projectId", "metric", "hour", "environmentId", "type", "model", "diagramId", "nodeId", "subjectId", "name", "count", "successCount")
-      VALUES ${values}
+      INSERT INTO "UsageRollup" (${columnList(rollupColumns)})
+      ${jsonRows(provider, 'UsageRollup', rollupColumns, chunk)}
       ON CONFLICT ("projectId", "metric", "hour", "environmentId", "type", "model", "diagramId", "nodeId", "subjectId", "name")
       DO UPDATE SET "count" = "UsageRollup"."count" + excluded."count",
                     "successCount" = "UsageRollup"."successCount" + excluded."successCount"`;
   }
 }
 
-async function upsertHourTotals(tx: UsageTx, deltas: CounterDelta[]): Promise<UsageCounter[]> {
+interface DayIntentDelta {
+  projectId: string;
+  day: number;
+  environmentId: string;
+  intent: string;
+  count: number;
+}
+
+async function upsertDayIntents(tx: UsageTx, provider: Provider, deltas: DayIntentDelta[]): Promise<void> {
+  for (const chunk of chunks(deltas, rowsPerStatement)) {
+    await tx.$executeRaw`
+      INSERT INTO "UsageDayIntent" (${columnList(dayIntentColumns)})
+      ${jsonRows(provider, 'UsageDayIntent', dayIntentColumns, chunk)}
+      ON CONFLICT ("projectId", "day", "environmentId", "intent")
+      DO UPDATE SET "count" = "UsageDayIntent"."count" + excluded."count"`;
+  }
+}
+
+async function upsertHourTotals(tx: UsageTx, provider: Provider, deltas: CounterDelta[]): Promise<UsageCounter[]> {
   const counters: UsageCounter[] = [];
-  for (const chunk of chunks(deltas)) {
-    const values = Prisma.join(
-      chunk.map(
-        (d) =>
-          Prisma.sql`(${d.projectId}, ${d.metric}, ${d.hour}, ${d.environmentId}, ${BigInt(d.count)}, ${BigInt(d.successCount)})`,
-      ),
-    );
+  for (const chunk of chunks(deltas, rowsPerStatement)) {
     const rows = await tx.$queryRaw<
       {
         projectId: string;
@@ -227,8 +302,8 @@ async function upsertHourTotals(tx: UsageTx, deltas: CounterDelta[]): Promise<Us
         successCount: bigint | number;
       }[]
     >`
-      INSERT INTO "UsageHourTotal" ("projectId", "metric", "hour", "environmentId", "count", "successCount")
-      VALUES ${values}
+      INSERT INTO "UsageHourTotal" (${columnList(totalColumns)})
+      ${jsonRows(provider, 'UsageHourTotal', totalColumns, chunk)}
       ON CONFLICT ("projectId", "metric", "hour", "environmentId")
       DO UPDATE SET "count" = "UsageHourTotal"."count" + excluded."count",
                     "successCount" = "UsageHourTotal"."successCount" + excluded."successCount"
@@ -244,18 +319,20 @@ async function upsertHourTotals(tx: UsageTx, deltas: CounterDelta[]): Promise<Us
  * Writes usage events and their counters through `tx`, a Prisma interactive-transaction client
  * (or a plain client, if the caller accepts that a failure may leave part of the write). Use it
  * inside your own transaction so that usage commits or rolls back with your work; then, after the
- * commit, pass the result to `publishUsageCounters`.
+ * commit, pass the result to `publishUsageCounters`. `provider` is `db.provider`: the statements
+ * unpack their JSON rows in that engine's dialect.
  */
 export async function writeUsageEvents(
   tx: UsageTx,
   events: readonly UsageEvent[],
-  opts: { now?: Date } = {},
+  opts: { provider: Provider; now?: Date },
 ): Promise<RecordedUsage> {
   if (events.length === 0) return { recorded: 0, duplicates: 0, counters: [] };
   checkEvents(events);
   const now = opts.now ?? new Date();
   const rows = events.map((event) => toEventRow(event, newId(), now));
-  const stored = await insertEvents(tx, rows, now);
+  const { provider } = opts;
+  const stored = await insertEvents(tx, provider, rows, now);
 
   const rollups = new Map<string, CounterDelta>();
   for (const r of stored) {
@@ -272,11 +349,29 @@ export async function writeUsageEvents(
       r.success ? 1 : 0,
     );
   }
-  for (const u of await insertHourUsers(tx, stored)) {
+  for (const u of await insertHourUsers(tx, provider, stored)) {
     addDelta(rollups, { ...u, metric: 'unique_users', ...noDimensions }, 1, 0);
   }
   const rollupDeltas = sortedValues(rollups);
-  await upsertRollups(tx, rollupDeltas);
+  await upsertRollups(tx, provider, rollupDeltas);
+
+  const dayIntents = new Map<string, DayIntentDelta>();
+  for (const d of rollupDeltas) {
+    if (d.metric !== 'top_intents') continue;
+    const day = dayOfHour(d.hour);
+    const key = [d.projectId, String(day).padStart(8, '0'), d.environmentId, d.subjectId].join(keySeparator);
+    const existing = dayIntents.get(key);
+    if (existing) existing.count += d.count;
+    else
+      dayIntents.set(key, {
+        projectId: d.projectId,
+        day,
+        environmentId: d.environmentId,
+        intent: d.subjectId,
+        count: d.count,
+      });
+  }
+  await upsertDayIntents(tx, provider, sortedValues(dayIntents));
 
   const totals = new Map<string, CounterDelta>();
   for (const d of rollupDeltas) {
@@ -287,7 +382,7 @@ export async function writeUsageEvents(
       d.successCount,
     );
   }
-  const counters = await upsertHourTotals(tx, sortedValues(totals));
+  const counters = await upsertHourTotals(tx, provider, sortedValues(totals));
   return { recorded: stored.length, duplicates: events.length - stored.length, counters };
 }
 
@@ -305,11 +400,14 @@ export async function recordUsageEvents(
     // A transaction holds its counters locked until it commits; keep transactions short.
     throw new AppError('VALIDATION_FAILED', `Record at most ${usageLimits.recorderBatch} usage events at a time.`);
   }
-  const recorded = await deps.db.prisma.$transaction((tx) => writeUsageEvents(tx, events, opts), {
-    // A large batch on a busy SQLite file waits for the single writer; do not give up after 2 s.
-    maxWait: 15_000,
-    timeout: 60_000,
-  });
+  const recorded = await deps.db.prisma.$transaction(
+    (tx) => writeUsageEvents(tx, events, { provider: deps.db.provider, now: opts.now }),
+    {
+      // A large batch on a busy SQLite file waits for the single writer; do not give up after 2 s.
+      maxWait: 15_000,
+      timeout: 60_000,
+    },
+  );
   if (deps.pubsub) publishUsageCounters(deps.pubsub, recorded);
   return recorded;
 }

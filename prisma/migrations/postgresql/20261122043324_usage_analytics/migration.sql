@@ -61,6 +61,17 @@ CREATE TABLE "UsageHourUser" (
     CONSTRAINT "UsageHourUser_pkey" PRIMARY KEY ("projectId","hour","environmentId","userId")
 );
 
+-- CreateTable
+CREATE TABLE "UsageDayIntent" (
+    "projectId" TEXT NOT NULL,
+    "day" INTEGER NOT NULL,
+    "environmentId" TEXT NOT NULL,
+    "intent" TEXT NOT NULL,
+    "count" BIGINT NOT NULL,
+
+    CONSTRAINT "UsageDayIntent_pkey" PRIMARY KEY ("projectId","day","environmentId","intent")
+);
+
 -- CreateIndex
 CREATE INDEX "UsageEvent_projectId_kind_hour_idx" ON "UsageEvent"("projectId", "kind", "hour");
 
@@ -78,3 +89,6 @@ ALTER TABLE "UsageHourTotal" ADD CONSTRAINT "UsageHourTotal_projectId_fkey" FORE
 
 -- AddForeignKey
 ALTER TABLE "UsageHourUser" ADD CONSTRAINT "UsageHourUser_projectId_fkey" FOREIGN KEY ("projectId") REFERENCES "Project"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "UsageDayIntent" ADD CONSTRAINT "UsageDayIntent_projectId_fkey" FOREIGN KEY ("projectId") REFERENCES "Project"("id") ON DELETE CASCADE ON UPDATE CASCADE;

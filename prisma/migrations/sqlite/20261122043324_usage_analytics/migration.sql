@@ -63,6 +63,18 @@ CREATE TABLE "UsageHourUser" (
     CONSTRAINT "UsageHourUser_projectId_fkey" FOREIGN KEY ("projectId") REFERENCES "Project" ("id") ON DELETE CASCADE ON UPDATE CASCADE
 );
 
+-- CreateTable
+CREATE TABLE "UsageDayIntent" (
+    "projectId" TEXT NOT NULL,
+    "day" INTEGER NOT NULL,
+    "environmentId" TEXT NOT NULL,
+    "intent" TEXT NOT NULL,
+    "count" BIGINT NOT NULL,
+
+    PRIMARY KEY ("projectId", "day", "environmentId", "intent"),
+    CONSTRAINT "UsageDayIntent_projectId_fkey" FOREIGN KEY ("projectId") REFERENCES "Project" ("id") ON DELETE CASCADE ON UPDATE CASCADE
+);
+
 -- CreateIndex
 CREATE INDEX "UsageEvent_projectId_kind_hour_idx" ON "UsageEvent"("projectId", "kind", "hour");
 
