@@ -132,13 +132,13 @@ describeEachDatabase('usage recorder', (provider) => {
     await expect(
       t.app.services.db.prisma.$transaction(async (tx) => {
         await tx.environment.update({ where: { id: env }, data: { updatedAt: new Date() } });
-        await writeUsageEvents(tx, events);
+        await writeUsageEvents(tx, events, { provider });
         throw new Error('the caller fails after recording');
       }),
     ).rejects.toThrow('the caller fails');
     expect(await count(q.projectID)).toEqual({ events: 0, rollups: 0, totals: 0, users: 0 });
 
-    const recorded = await t.app.services.db.prisma.$transaction((tx) => writeUsageEvents(tx, events));
+    const recorded = await t.app.services.db.prisma.$transaction((tx) => writeUsageEvents(tx, events, { provider }));
     expect(recorded.recorded).toBe(2);
     // interactions, top_intents and unique_users, one hour each.
     expect(recorded.counters.map((c) => [c.metric, c.count]).sort()).toEqual([
@@ -152,15 +152,16 @@ describeEachDatabase('usage recorder', (provider) => {
   it('stores nothing when any write of a batch fails, even after earlier statements succeeded', async () => {
     const q = await t.app.createProject();
     const env = environmentIds(q).prod;
-    const events: UsageEvent[] = Array.from({ length: 900 }, (_, i) => ({
+    const events: UsageEvent[] = Array.from({ length: 2500 }, (_, i) => ({
       projectId: q.projectID,
       environmentId: env,
       kind: 'interaction',
       type: 'text',
       userId: `u${i}`,
     }));
-    // Event 850 names a project that does not exist: its insert (in the third statement) fails.
-    events[850] = { ...events[850]!, projectId: 'ffffffffffffffffffffffff' };
+    // Event 2300 names a project that does not exist: the second insert statement fails, after the
+    // first stored 2,000 events.
+    events[2300] = { ...events[2300]!, projectId: 'ffffffffffffffffffffffff' };
     await expect(recordUsageEvents({ db: t.app.services.db }, events)).rejects.toThrow();
     expect(await count(q.projectID)).toEqual({ events: 0, rollups: 0, totals: 0, users: 0 });
   });
@@ -204,6 +205,28 @@ describeEachDatabase('usage recorder', (provider) => {
       const fromEvents = await queryUsageFromEvents(t.app.services.db, q);
       expect(fromRollups, name).toEqual(fromEvents);
       expect('items' in fromRollups ? fromRollups.items.length : fromRollups.intents.length, name).toBeGreaterThan(0);
+    }
+    // Also over ranges that cut days and hours (top_intents then reads day and hour counters).
+    for (const [start, end] of [
+      ['2026-04-01T09:30:00Z', null],
+      [null, '2026-04-01T10:00:00Z'],
+      ['2026-03-31T00:00:00Z', '2026-04-02T00:00:00Z'],
+      ['2026-04-01T10:00:00Z', '2026-04-01T11:00:00Z'],
+    ] as const) {
+      for (const name of ['top_intents', 'interactions'] as const) {
+        const q = {
+          name,
+          projectId: p.projectID,
+          start: start ? new Date(start) : null,
+          end: end ? new Date(end) : null,
+          environmentIds: [envs[0]!],
+          limit: 500,
+          cursor: null,
+        };
+        expect(await queryUsage(t.app.services.db, q), `${name} ${start} ${end}`).toEqual(
+          await queryUsageFromEvents(t.app.services.db, q),
+        );
+      }
     }
     // And the per-metric hourly totals are the sums of the rollups.
     const prisma = t.app.services.db.prisma;
