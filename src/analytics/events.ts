@@ -64,8 +64,18 @@ export const usageLimits = {
   recorderBatch: 10_000,
 } as const;
 
-const text = (max: number) => z.string().min(1).max(max);
-const optionalText = (max: number) => z.string().max(max).optional();
+/** A NUL character or a lone surrogate: text PostgreSQL cannot store (it would fail the write, not the request). */
+const unstorable = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** A string both engines store as sent: at most `max` characters, no NUL, well-formed Unicode. */
+export const storableText = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine((s) => !unstorable.test(s), 'must be text without NUL characters or lone surrogates');
+
+const text = (max: number) => storableText(max).min(1);
+const optionalText = (max: number) => storableText(max).optional();
 const tokens = z.number().int().min(0).max(usageLimits.tokens);
 
 /** The fields each kind carries besides the common ones, as the recorder names them. */

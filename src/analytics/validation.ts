@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { idSchema } from '../admin/validation';
 import { parseTimestamp, timestampProblemMessage } from '../lib/time';
-import { type UsageEvent, usageLimits } from './events';
+import { storableText, type UsageEvent, usageLimits } from './events';
 import { creditTypes, type UsageEventKind, type UsageQueryName, usageEventKinds, usageQueryNames } from './metrics';
 import { granularities, isTimeZone } from './time-buckets';
 
@@ -29,9 +29,11 @@ export const usageTimestampSchema = z.string().transform((value, ctx) => {
   return parsed.date;
 });
 
+const environmentName = storableText(256).min(1);
+
 /** One environment ID or alias, or a non-empty list of them; always a list once parsed. */
 export const environmentFilterSchema = z
-  .union([z.string().min(1), z.array(z.string().min(1)).min(1)], {
+  .union([environmentName, z.array(environmentName).min(1)], {
     error: (issue) => (issue.code === 'invalid_union' ? 'must be a string or a non-empty array of strings' : undefined),
   })
   .transform((value) => (typeof value === 'string' ? [value] : value));
@@ -168,8 +170,8 @@ export const usageSeriesArgsSchema = z.object({
 /** How far ahead of the server's clock an event may be dated (clock skew between hosts). */
 export const maxFutureSkewMs = 5 * 60_000;
 
-const text = (max: number) => z.string().min(1).max(max);
-const optionalText = (max: number) => z.string().max(max).optional();
+const text = (max: number) => storableText(max).min(1);
+const optionalText = (max: number) => storableText(max).optional();
 
 const ingestedCommon = {
   projectID: idSchema,

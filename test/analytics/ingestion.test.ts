@@ -102,6 +102,9 @@ describeEachDatabase('POST /v1/usage/events (ingestion)', (provider) => {
       { ...base(), kind: 'intent', name: 'x', timestamp: '2026-01-01T00:00:00' },
       { ...base(), kind: 'intent', name: 'x', timestamp: '2999-01-01T00:00:00Z' },
       { kind: 'transcript', environment: 'production', projectID: 'nope' },
+      // PostgreSQL cannot store these: refused up front rather than failing the write.
+      { ...base(), kind: 'intent', name: 'nul\u0000byte' },
+      { ...base(), kind: 'intent', name: 'lone \ud800 surrogate' },
     ]);
     expect(res.status).toBe(400);
     expect(res.body.errorCode).toBe('VALIDATION_FAILED');
@@ -115,6 +118,8 @@ describeEachDatabase('POST /v1/usage/events (ingestion)', (provider) => {
       'events.6.timestamp',
       'events.7.timestamp',
       'events.8.projectID',
+      'events.9.name',
+      'events.10.name',
     ]);
     expect(await storedEvents()).toBe(before);
   });

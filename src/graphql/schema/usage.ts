@@ -419,7 +419,7 @@ async function requireIngestionProjects(ctx: Context, events: readonly IngestedU
   events.forEach((e, i) => {
     if (!firstIndex.has(e.projectID)) firstIndex.set(e.projectID, i);
   });
-  for (const [projectId, index] of firstIndex) {
+  const checks = [...firstIndex].map(async ([projectId, index]) => {
     try {
       await requireProject(ctx, projectId, 'analytics:write');
     } catch (err) {
@@ -430,7 +430,11 @@ async function requireIngestionProjects(ctx: Context, events: readonly IngestedU
       }
       throw err;
     }
-  }
+  });
+  // All at once, so the project loader fetches them in one query; report the first in batch order.
+  const outcomes = await Promise.allSettled(checks);
+  const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 builder.mutationField('recordUsageEvents', (t) =>
