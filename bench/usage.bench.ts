@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { createApiKey } from '../src/admin/service';
 import { hourMs } from '../src/analytics/metrics';
 import { queryUsage, type UsageQuery, type UsageResult } from '../src/analytics/query';
@@ -32,7 +33,10 @@ const actionTypes = ['launch', 'text', 'intent', 'button', 'event', 'no-reply'];
 const intents = Array.from({ length: 40 }, (_, i) => `intent_${String(i).padStart(2, '0')}`);
 const models = ['gpt-4o', 'gpt-4o-mini', 'claude-sonnet'];
 
-/** One batch of a support agent's traffic: mostly interactions, some of every other kind. */
+/**
+ * One batch of a support agent's traffic, dated within [from, from + span): mostly interactions,
+ * some of every other kind.
+ */
 function batch(projectID: string, from: number, span: number, rnd: () => number): unknown[] {
   const events: unknown[] = [];
   for (let i = 0; i < batchSize; i++) {
@@ -73,15 +77,38 @@ function batch(projectID: string, from: number, span: number, rnd: () => number)
   return events;
 }
 
-async function post(url: string, key: string, body: unknown): Promise<unknown> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { authorization: key, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
+/**
+ * POST as JSON on a connection of its own. A pooled keep-alive connection can be closed by the
+ * server just as the client reuses it (ECONNRESET), which would end a long run for nothing.
+ */
+function post(url: string, key: string, body: unknown): Promise<unknown> {
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent: false,
+        headers: {
+          authorization: key,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          if ((res.statusCode ?? 500) >= 300) reject(new Error(`${url}: ${res.statusCode} ${text.slice(0, 300)}`));
+          else resolve(JSON.parse(text));
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
   });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${url}: ${res.status} ${text.slice(0, 300)}`);
-  return JSON.parse(text);
 }
 
 const ms = (s: LatencySummary) => [s.p50, s.p95] as const;
@@ -119,10 +146,21 @@ export const usageBench: BenchSuite = {
 
         const started = performance.now();
         let next = 0;
+        let slowest = 0;
+        // Events arrive as they happen: batch i holds the i-th slice of the 30 days, so each write
+        // touches the counters of an hour or two, as live traffic does.
+        const slice = (end - start) / batches;
         const worker = async () => {
           while (next < batches) {
-            next++;
-            await post(`${server.url}/v1/usage/events`, apiKey, { events: batch(projectID, start, end - start, rnd) });
+            const i = next++;
+            const events = batch(projectID, start + i * slice, slice, rnd);
+            const t0 = performance.now();
+            await post(`${server.url}/v1/usage/events`, apiKey, { events });
+            slowest = Math.max(slowest, performance.now() - t0);
+            if (process.env.BENCH_PROGRESS && next % 50 === 0)
+              console.log(
+                `${next} batches, ${((performance.now() - started) / 1000).toFixed(0)} s, slowest ${slowest.toFixed(0)} ms`,
+              );
           }
         };
         await Promise.all(Array.from({ length: inFlight }, worker));
