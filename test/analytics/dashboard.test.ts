@@ -274,9 +274,11 @@ describeWithRedis('usage counters across instances', (redisUrl) => {
       singleConnection: true,
     });
     try {
-      // Every update the subscriber on A receives was recorded on B.
-      await sub.prime(() =>
-        ingest(b, p.apiKey, [{ projectID: p.projectID, environment: 'production', kind: 'intent', name: 'hi' }]),
+      // Every update the subscriber on A receives was recorded on B. A generous deadline: on a
+      // loaded machine, establishing the SSE stream and the Redis subscription can take a while.
+      await sub.prime(
+        () => ingest(b, p.apiKey, [{ projectID: p.projectID, environment: 'production', kind: 'intent', name: 'hi' }]),
+        30_000,
       );
       expect(sub.events[0]?.data?.usageCounters.counters).toContainEqual(
         expect.objectContaining({ name: 'top_intents', count: expect.any(Number) }),
@@ -284,5 +286,5 @@ describeWithRedis('usage counters across instances', (redisUrl) => {
     } finally {
       sub.close();
     }
-  });
+  }, 60_000);
 });
