@@ -56,7 +56,10 @@ export function createAppPubSub(
   const { prefix = 'parley:', onError } = opts;
   if (!redisUrl) return { pubsub: createPubSub<Topics>(), close: async () => {} };
   const publishClient = new Redis(redisUrl, { maxRetriesPerRequest: 3 });
-  const subscribeClient = new Redis(redisUrl, { maxRetriesPerRequest: 3 });
+  // No ready check on the subscriber: ioredis (5.8.2 and later, redis/ioredis#2037) can send its
+  // INFO ready check after a SUBSCRIBE made while connecting; Redis refuses INFO in subscriber mode,
+  // the connection resets and comes back without the subscription, and events are silently lost.
+  const subscribeClient = new Redis(redisUrl, { maxRetriesPerRequest: 3, enableReadyCheck: false });
   // ioredis reconnects by itself; without a listener an outage would be an unhandled 'error' event.
   for (const client of [publishClient, subscribeClient]) client.on('error', (err) => onError?.(err));
   // The event target fires subscribe/unsubscribe/publish without awaiting them: a command caught
