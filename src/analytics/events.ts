@@ -64,15 +64,21 @@ export const usageLimits = {
   recorderBatch: 10_000,
 } as const;
 
-/** A NUL character or a lone surrogate: text PostgreSQL cannot store (it would fail the write, not the request). */
-const unstorable = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** A lone surrogate: not well-formed Unicode, which PostgreSQL cannot store. */
+const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-/** A string both engines store as sent: at most `max` characters, no NUL, well-formed Unicode. */
+/**
+ * A string both engines store as sent: at most `max` characters, no NUL, well-formed Unicode
+ * (otherwise PostgreSQL would fail the write, with a 500, rather than the request with a 400).
+ */
 export const storableText = (max: number) =>
   z
     .string()
     .max(max)
-    .refine((s) => !unstorable.test(s), 'must be text without NUL characters or lone surrogates');
+    .refine(
+      (s) => !s.includes('\u0000') && !loneSurrogate.test(s),
+      'must be text without NUL characters or lone surrogates',
+    );
 
 const text = (max: number) => storableText(max).min(1);
 const optionalText = (max: number) => storableText(max).optional();
