@@ -49,14 +49,6 @@ export const metricOfKind: Record<UsageEventKind, UsageQueryName> = {
   intent: 'top_intents',
 };
 
-/** The queries whose items carry `successCount`. */
-export const metricsWithSuccess: ReadonlySet<UsageQueryName> = new Set([
-  'function_usage',
-  'api_calls',
-  'integrations',
-  'agent_usage',
-]);
-
 export const creditTypes = ['llm-input', 'llm-output'] as const;
 export type CreditType = (typeof creditTypes)[number];
 

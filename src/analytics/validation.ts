@@ -125,8 +125,6 @@ export const usageQuerySchema = z.discriminatedUnion(
   },
 );
 
-export type ParsedUsageQuery = { name: UsageQueryName; filter: ParsedUsageFilter };
-
 /**
  * The body of `POST /v2/query/usage`: `{data: {name, filter}}` and nothing else. Problems inside
  * `data` are reported relative to it (`filter.limit`, as in DECISIONS.md §3); the body keeps its
