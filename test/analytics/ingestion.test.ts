@@ -90,6 +90,25 @@ describeEachDatabase('POST /v1/usage/events (ingestion)', (provider) => {
     expect(await t.app.services.db.prisma.usageEvent.count({ where: { projectId: other.projectID } })).toBe(0);
   });
 
+  it("takes one batch for several projects of a workspace key's workspace", async () => {
+    const first = await t.app.createProject({ name: 'ws one' });
+    const second = await t.app.createProject({ name: 'ws two', workspaceId: first.workspaceID });
+    const created = await t.app.gql(
+      'mutation($ws: ID!) { createApiKey(input: { workspaceID: $ws, scopes: ["analytics:write"] }) { apiKey } }',
+      { ws: first.workspaceID },
+    );
+    const wsKey = created.body.data.createApiKey.apiKey;
+    const res = await post(
+      [first, second].map((q) => ({ projectID: q.projectID, environment: 'development', kind: 'transcript' })),
+      wsKey,
+    );
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({ recorded: 2, duplicates: 0 });
+    for (const q of [first, second]) {
+      expect(await t.app.services.db.prisma.usageEvent.count({ where: { projectId: q.projectID } })).toBe(1);
+    }
+  });
+
   it('refuses the whole batch when one event is invalid, with the path of each problem', async () => {
     const before = await storedEvents();
     const res = await post([
