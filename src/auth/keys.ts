@@ -3,6 +3,8 @@ import { newId } from '../lib/ids';
 
 export const scopes = [
   'analytics:read',
+  /** Ingest usage events from another runtime (POST /v1/usage/events); granted only when asked for. */
+  'analytics:write',
   'transcripts:read',
   'transcripts:write',
   'runtime:interact',
@@ -12,8 +14,11 @@ export const scopes = [
 ] as const;
 export type Scope = (typeof scopes)[number];
 
-/** What a new project key may do unless narrowed: everything but administration. */
-export const defaultKeyScopes: Scope[] = scopes.filter((s) => s !== 'admin');
+/**
+ * What a new project key may do unless narrowed: everything but administration and usage
+ * ingestion (a key that can read analytics should not be able to forge them: docs/usage.md).
+ */
+export const defaultKeyScopes: Scope[] = scopes.filter((s) => s !== 'admin' && s !== 'analytics:write');
 
 export function isScope(value: string): value is Scope {
   return (scopes as readonly string[]).includes(value);

@@ -47,6 +47,8 @@ export const builder = new SchemaBuilder<{
     DateTime: { Input: Date; Output: Date | string };
     JSON: { Input: unknown; Output: unknown };
     JSONObject: { Input: Record<string, unknown>; Output: Record<string, unknown> };
+    /** Integers within ±(2^53 − 1), the bound of SPEC.md's usage numbers (GraphQL's Int is 32-bit). */
+    SafeInt: { Input: number; Output: number };
   };
   DefaultFieldNullability: false;
   DefaultInputFieldRequiredness: false;

@@ -14,6 +14,20 @@ export interface AuditEventPayload {
   createdAt: string;
 }
 
+/** Hourly usage counters of one project that a write changed, with their new values. */
+export interface UsageCountersPayload {
+  projectId: string;
+  counters: {
+    /** The usage query name the counter belongs to. */
+    metric: string;
+    environmentId: string;
+    /** Start of the UTC hour, ISO 8601. */
+    period: string;
+    count: number;
+    successCount: number;
+  }[];
+}
+
 /**
  * Every topic, with its routing ID and payload. Payloads are small JSON objects (IDs, not rows),
  * because with REDIS_URL set they travel between instances through Redis.
@@ -25,6 +39,8 @@ export type Topics = {
   auditEventAll: [event: AuditEventPayload];
   /** A job was enqueued: wakes the job runners of every instance. */
   jobEnqueued: [event: { queue: string }];
+  /** Usage counters of one project as events are recorded (src/analytics/recorder.ts). */
+  usageCounters: [projectId: string, update: UsageCountersPayload];
 };
 
 export type AppPubSub = PubSub<Topics>;

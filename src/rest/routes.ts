@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { environmentAliasSchema, idSchema } from '../admin/validation';
+import { usageEventsBodySchema, usageQueryBodySchema } from '../analytics/validation';
 import {
   actionSchema,
   environmentRefSchema,
@@ -246,4 +247,54 @@ const runtimeRoutes: RestRoute[] = [
   },
 ];
 
-export const routes: readonly RestRoute[] = [...accountRoutes, ...runtimeRoutes];
+// ── Usage ─────────────────────────────────────────────────────────────────────────────────────────
+
+const usageItemBase = 'period projectID environmentID count';
+const usageItemsOf = (type: string, fields = '') => `... on ${type} { items { ${usageItemBase} ${fields} } cursor }`;
+
+/** The GraphQL result of the usage query as SPEC.md's `result`: no __typename, no null cursor. */
+function restUsageResult(usage: { __typename: string; cursor?: number | null; [member: string]: unknown }) {
+  const { __typename: _type, cursor, ...rest } = usage;
+  return cursor === null || cursor === undefined ? rest : { ...rest, cursor };
+}
+
+const usageRoutes: RestRoute[] = [
+  {
+    method: 'POST',
+    path: '/v2/query/usage',
+    summary: 'Usage of a project by UTC hour for one of ten query names, or its top intents (SPEC.md).',
+    operation: `query Usage($name: UsageQueryName!, $filter: UsageFilterInput!) {
+      usage(name: $name, filter: $filter) {
+        __typename
+        ${usageItemsOf('InteractionsUsage', 'type')}
+        ... on TopIntentsUsage { intents { name count } }
+        ${usageItemsOf('UniqueUsersUsage')}
+        ${usageItemsOf('CreditUsage', 'diagramID nodeID model type')}
+        ${usageItemsOf('FunctionUsage', 'functionID name successCount')}
+        ${usageItemsOf('ApiCallsUsage', 'apiToolID name successCount')}
+        ${usageItemsOf('KbDocumentsUsage', 'documentID')}
+        ${usageItemsOf('IntegrationsUsage', 'integrationToolName successCount')}
+        ${usageItemsOf('TranscriptsUsage')}
+        ${usageItemsOf('AgentUsage', 'agentID name successCount')}
+      }
+    }`,
+    body: usageQueryBodySchema,
+    variables: ({ body }) => ({ name: body.data.name, filter: body.data.filter }),
+    result: (data) => ({ result: restUsageResult(data.usage) }),
+    status: 200,
+  },
+  {
+    method: 'POST',
+    path: '/v1/usage/events',
+    summary: 'Ingest up to 1,000 usage events, all or nothing; needs the analytics:write scope (Parley addition).',
+    operation: `mutation RecordUsageEvents($events: [UsageEventInput!]!) {
+      recordUsageEvents(events: $events) { recorded duplicates }
+    }`,
+    body: usageEventsBodySchema,
+    variables: ({ body }) => ({ events: body.events }),
+    result: (data) => data.recordUsageEvents,
+    status: 201,
+  },
+];
+
+export const routes: readonly RestRoute[] = [...accountRoutes, ...usageRoutes, ...runtimeRoutes];

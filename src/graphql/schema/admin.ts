@@ -14,7 +14,7 @@ import {
   projectNameSchema,
   scopesSchema,
 } from '../../admin/validation';
-import { scopes as allScopes, parseScopes, type Scope } from '../../auth/keys';
+import { scopes as allScopes, defaultKeyScopes, parseScopes, type Scope } from '../../auth/keys';
 import { actorOf, hasScope, reachesProject, reachesWorkspace } from '../../auth/principal';
 import { AppError, notFound } from '../../lib/errors';
 import type { AuditEventPayload } from '../../lib/pubsub';
@@ -312,7 +312,7 @@ const CreateApiKeyInput = builder.inputType('CreateApiKeyInput', {
     workspaceID: t.id({ description: 'A workspace key, reaching every project of the workspace.', validate: idSchema }),
     scopes: t.stringList({
       validate: scopesSchema,
-      description: `Among: ${scopeList}. Default: every scope but admin.`,
+      description: `Among: ${scopeList}. Default: every scope but admin and analytics:write.`,
     }),
     name: t.string({ validate: projectNameSchema }),
   }),
@@ -368,7 +368,7 @@ builder.mutationFields((t) => ({
         workspaceId = requireWorkspace(ctx, String(input.workspaceID));
       }
       const scopes = (input.scopes as Scope[] | null | undefined) ?? undefined;
-      checkGrantable(ctx, scopes ?? allScopes.filter((s) => s !== 'admin'));
+      checkGrantable(ctx, scopes ?? defaultKeyScopes);
       const created = await createApiKey(adminDeps(ctx), {
         workspaceId,
         projectId,

@@ -3,6 +3,7 @@ import { builder } from '../builder';
 import './scalars';
 import './admin';
 import './runtime';
+import './usage';
 
 /** The whole schema: one file per area registers its types and root fields on the builder. */
 export const schema = lexicographicSortSchema(builder.toSchema());

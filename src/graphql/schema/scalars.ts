@@ -1,5 +1,5 @@
 import { GraphQLError } from 'graphql';
-import { JSONObjectResolver, JSONResolver } from 'graphql-scalars';
+import { JSONObjectResolver, JSONResolver, SafeIntResolver } from 'graphql-scalars';
 import { parseTimestamp, timestampProblemMessage } from '../../lib/time';
 import { builder } from '../builder';
 
@@ -17,3 +17,4 @@ builder.scalarType('DateTime', {
 
 builder.addScalarType('JSON', JSONResolver);
 builder.addScalarType('JSONObject', JSONObjectResolver);
+builder.addScalarType('SafeInt', SafeIntResolver);

@@ -1,0 +1,247 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, expect, it } from 'vitest';
+import type { UsageEvent } from '../../src/analytics/events';
+import { usageQueryNames } from '../../src/analytics/metrics';
+import { queryUsage } from '../../src/analytics/query';
+import { queryUsageFromEvents } from '../../src/analytics/raw-events';
+import { recordUsageEvents, writeUsageEvents } from '../../src/analytics/recorder';
+import { projectRoot } from '../../src/db/schema-source';
+import { AppError } from '../../src/lib/errors';
+import type { TestProject } from '../helpers/app';
+import { useTestApp } from '../helpers/app';
+import { describeEachDatabase } from '../helpers/lanes';
+import { environmentIds } from '../helpers/usage';
+
+/** A small seeded generator, so a failing run can be replayed. */
+function random(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let x = Math.imul(s ^ (s >>> 15), 1 | s);
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Events crowded onto few counters and few users, so concurrent writers collide on the same rows. */
+function crowdedEvents(projectId: string, envs: string[], n: number, rnd: () => number): UsageEvent[] {
+  const pick = <T>(list: readonly T[]) => list[Math.floor(rnd() * list.length)]!;
+  const out: UsageEvent[] = [];
+  for (let i = 0; i < n; i++) {
+    const common = {
+      projectId,
+      environmentId: pick(envs),
+      occurredAt: new Date(Date.UTC(2026, 3, 1, 9 + Math.floor(rnd() * 2), Math.floor(rnd() * 60))),
+      userId: rnd() < 0.8 ? `user-${Math.floor(rnd() * 12)}` : null,
+    };
+    const kinds: UsageEvent[] = [
+      { ...common, kind: 'interaction', type: pick(['text', 'launch', 'button']) },
+      {
+        ...common,
+        kind: 'credit',
+        type: pick(['llm-input', 'llm-output'] as const),
+        model: 'm',
+        tokens: 1 + Math.floor(rnd() * 500),
+      },
+      { ...common, kind: 'function_call', functionId: pick(['f1', 'f2']), name: 'fn', success: rnd() < 0.7 },
+      { ...common, kind: 'api_call', apiToolId: 'api', success: rnd() < 0.5 },
+      { ...common, kind: 'integration_call', integrationToolName: pick(['slack', 'zendesk']), success: rnd() < 0.9 },
+      { ...common, kind: 'kb_document', documentId: pick(['d1', 'd2', 'd3']) },
+      { ...common, kind: 'transcript', transcriptId: `t-${i}` },
+      { ...common, kind: 'agent_invocation', agentId: 'agent', name: 'A', success: rnd() < 0.6 },
+      { ...common, kind: 'intent', name: pick(['a', 'b', 'c', 'd']) },
+    ];
+    out.push(pick(kinds));
+  }
+  return out;
+}
+
+/**
+ * Runs test/helpers/usage-writer.ts as a second instance: resolves once it is connected, with a
+ * function that starts its writes and resolves to what each of its batches stored.
+ */
+async function startSecondInstance(url: string, batches: UsageEvent[][]): Promise<() => Promise<number[]>> {
+  const dir = mkdtempSync(join(tmpdir(), 'parley-usage-writer-'));
+  const file = join(dir, 'batches.json');
+  writeFileSync(file, JSON.stringify(batches));
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/usage-writer.ts', url, file], {
+    cwd: projectRoot,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => {
+    out += d;
+  });
+  child.stderr.on('data', (d) => {
+    err += d;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  await new Promise<void>((resolve, reject) => {
+    const poll = setInterval(() => {
+      if (out.includes('ready\n')) {
+        clearInterval(poll);
+        resolve();
+      }
+    }, 10);
+    exited.then((code) => {
+      clearInterval(poll);
+      reject(new Error(`the second instance exited (${code}) before it was ready: ${err}`));
+    });
+  });
+  return async () => {
+    child.stdin.write('go\n');
+    const code = await exited;
+    rmSync(dir, { recursive: true, force: true });
+    if (code !== 0) throw new Error(`the second instance failed (${code}): ${err}`);
+    return JSON.parse(out.slice(out.indexOf('ready\n') + 6)) as number[];
+  };
+}
+
+describeEachDatabase('usage recorder', (provider) => {
+  const t = useTestApp(provider);
+  let p: TestProject;
+  let envs: string[];
+
+  beforeAll(async () => {
+    p = await t.app.createProject();
+    const e = environmentIds(p);
+    envs = [e.dev, e.prod];
+  });
+
+  const count = async (projectId: string) => {
+    const prisma = t.app.services.db.prisma;
+    return {
+      events: await prisma.usageEvent.count({ where: { projectId } }),
+      rollups: await prisma.usageRollup.count({ where: { projectId } }),
+      totals: await prisma.usageHourTotal.count({ where: { projectId } }),
+      users: await prisma.usageHourUser.count({ where: { projectId } }),
+    };
+  };
+
+  it("writes within the caller's transaction: rolled back with it, committed with it", async () => {
+    const q = await t.app.createProject();
+    const env = environmentIds(q).prod;
+    const events: UsageEvent[] = [
+      { projectId: q.projectID, environmentId: env, kind: 'interaction', type: 'text', userId: 'u' },
+      { projectId: q.projectID, environmentId: env, kind: 'intent', name: 'hello', userId: 'u' },
+    ];
+    await expect(
+      t.app.services.db.prisma.$transaction(async (tx) => {
+        await tx.environment.update({ where: { id: env }, data: { updatedAt: new Date() } });
+        await writeUsageEvents(tx, events, { provider });
+        throw new Error('the caller fails after recording');
+      }),
+    ).rejects.toThrow('the caller fails');
+    expect(await count(q.projectID)).toEqual({ events: 0, rollups: 0, totals: 0, users: 0 });
+
+    const recorded = await t.app.services.db.prisma.$transaction((tx) => writeUsageEvents(tx, events, { provider }));
+    expect(recorded.recorded).toBe(2);
+    // interactions, top_intents and unique_users, one hour each.
+    expect(recorded.counters.map((c) => [c.metric, c.count]).sort()).toEqual([
+      ['interactions', 1],
+      ['top_intents', 1],
+      ['unique_users', 1],
+    ]);
+    expect(await count(q.projectID)).toEqual({ events: 2, rollups: 3, totals: 3, users: 1 });
+  });
+
+  it('stores nothing when any write of a batch fails, even after earlier statements succeeded', async () => {
+    const q = await t.app.createProject();
+    const env = environmentIds(q).prod;
+    const events: UsageEvent[] = Array.from({ length: 2500 }, (_, i) => ({
+      projectId: q.projectID,
+      environmentId: env,
+      kind: 'interaction',
+      type: 'text',
+      userId: `u${i}`,
+    }));
+    // Event 2300 names a project that does not exist: the second insert statement fails, after the
+    // first stored 2,000 events.
+    events[2300] = { ...events[2300]!, projectId: 'ffffffffffffffffffffffff' };
+    await expect(recordUsageEvents({ db: t.app.services.db }, events)).rejects.toThrow();
+    expect(await count(q.projectID)).toEqual({ events: 0, rollups: 0, totals: 0, users: 0 });
+  });
+
+  it('refuses malformed events from internal callers, naming each problem', async () => {
+    const env = environmentIds(p).prod;
+    const bad = [
+      { projectId: p.projectID, environmentId: env, kind: 'credit', type: 'llm-input', model: 'm', tokens: -1 },
+      { projectId: p.projectID, environmentId: 'production', kind: 'interaction', type: '' },
+    ] as UsageEvent[];
+    const err = await recordUsageEvents({ db: t.app.services.db }, bad).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).details?.map((d) => d.path)).toEqual(['0.tokens', '1.environmentId', '1.type']);
+  });
+
+  it('loses no increment and counts each user once per hour with concurrent writers in two processes', async () => {
+    const rnd = random(20260401);
+    const mine = Array.from({ length: 12 }, () => crowdedEvents(p.projectID, envs, 60, rnd));
+    const theirs = Array.from({ length: 12 }, () => crowdedEvents(p.projectID, envs, 60, rnd));
+    // Another process, as another instance would be (two SQLite connections in one process
+    // would block each other's event loop while waiting for the write lock).
+    const go = await startSecondInstance(t.app.database.url, theirs);
+    const [theirResults, myResults] = await Promise.all([
+      go(),
+      Promise.all(mine.map((events) => recordUsageEvents({ db: t.app.services.db }, events))),
+    ]);
+    expect([...theirResults, ...myResults.map((r) => r.recorded)].reduce((s, n) => s + n, 0)).toBe(24 * 60);
+
+    // Every query's counters agree with a GROUP BY over the raw events.
+    for (const name of usageQueryNames) {
+      const q = {
+        name,
+        projectId: p.projectID,
+        start: null,
+        end: null,
+        environmentIds: null,
+        limit: 500,
+        cursor: null,
+      };
+      const fromRollups = await queryUsage(t.app.services.db, q);
+      const fromEvents = await queryUsageFromEvents(t.app.services.db, q);
+      expect(fromRollups, name).toEqual(fromEvents);
+      expect('items' in fromRollups ? fromRollups.items.length : fromRollups.intents.length, name).toBeGreaterThan(0);
+    }
+    // Also over ranges that cut days and hours (top_intents then reads day and hour counters).
+    for (const [start, end] of [
+      ['2026-04-01T09:30:00Z', null],
+      [null, '2026-04-01T10:00:00Z'],
+      ['2026-03-31T00:00:00Z', '2026-04-02T00:00:00Z'],
+      ['2026-04-01T10:00:00Z', '2026-04-01T11:00:00Z'],
+    ] as const) {
+      for (const name of ['top_intents', 'interactions'] as const) {
+        const q = {
+          name,
+          projectId: p.projectID,
+          start: start ? new Date(start) : null,
+          end: end ? new Date(end) : null,
+          environmentIds: [envs[0]!],
+          limit: 500,
+          cursor: null,
+        };
+        expect(await queryUsage(t.app.services.db, q), `${name} ${start} ${end}`).toEqual(
+          await queryUsageFromEvents(t.app.services.db, q),
+        );
+      }
+    }
+    // And the per-metric hourly totals are the sums of the rollups.
+    const prisma = t.app.services.db.prisma;
+    const rollupSums = await prisma.usageRollup.groupBy({
+      by: ['metric', 'hour', 'environmentId'],
+      where: { projectId: p.projectID },
+      _sum: { count: true, successCount: true },
+      orderBy: [{ metric: 'asc' }, { hour: 'asc' }, { environmentId: 'asc' }],
+    });
+    const totals = await prisma.usageHourTotal.findMany({
+      where: { projectId: p.projectID },
+      orderBy: [{ metric: 'asc' }, { hour: 'asc' }, { environmentId: 'asc' }],
+    });
+    expect(totals.map((r) => [r.metric, r.hour, r.environmentId, Number(r.count), Number(r.successCount)])).toEqual(
+      rollupSums.map((r) => [r.metric, r.hour, r.environmentId, Number(r._sum.count), Number(r._sum.successCount)]),
+    );
+  });
+});
