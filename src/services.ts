@@ -6,7 +6,8 @@ import { createJobRunner, type JobRunner } from './jobs/runner';
 import { createLogger, type Logger } from './lib/logger';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
 import { createLlmProvider, type LlmProvider } from './llm';
-import { createLoggingTurnRecorder, type TurnRecorder } from './runtime/recorder';
+import { combineTurnRecorders, createLoggingTurnRecorder, type TurnRecorder } from './runtime/recorder';
+import { createUsageTurnRecorder } from './runtime/usage-recorder';
 import { createRuntime, type Runtime } from './runtime/service';
 import type { AnyStepType } from './runtime/steps/step-type';
 
@@ -84,7 +85,9 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     db,
     pubsub,
     logger,
-    recorder: opts.turnRecorder ?? createLoggingTurnRecorder(logger),
+    recorder:
+      opts.turnRecorder ??
+      combineTurnRecorders([createLoggingTurnRecorder(logger), createUsageTurnRecorder({ db, pubsub })], logger),
     extraStepTypes: opts.extraStepTypes,
     limits: {
       turnTimeoutMs: config.RUNTIME_TURN_TIMEOUT_MS,
