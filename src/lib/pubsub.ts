@@ -14,6 +14,16 @@ export interface AuditEventPayload {
   createdAt: string;
 }
 
+/** Something new in a transcript: logs appended, or an evaluation result stored (IDs only). */
+export interface TranscriptEventPayload {
+  transcriptId: string;
+  kind: 'logs' | 'result';
+  /** For `logs`: the new logs, in order. */
+  logIds?: string[];
+  /** For `result`: the evaluation whose result changed. */
+  evaluationId?: string;
+}
+
 /**
  * Every topic, with its routing ID and payload. Payloads are small JSON objects (IDs, not rows),
  * because with REDIS_URL set they travel between instances through Redis.
@@ -25,6 +35,8 @@ export type Topics = {
   auditEventAll: [event: AuditEventPayload];
   /** A job was enqueued: wakes the job runners of every instance. */
   jobEnqueued: [event: { queue: string }];
+  /** New logs and evaluation results of one transcript. */
+  transcriptEvent: [transcriptId: string, event: TranscriptEventPayload];
 };
 
 export type AppPubSub = PubSub<Topics>;
