@@ -6,6 +6,7 @@ import { createJobRunner, type JobRunner } from './jobs/runner';
 import { createLogger, type Logger } from './lib/logger';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
 import { createLlmProvider, type LlmProvider } from './llm';
+import { registerTranscriptJobs, transcriptRecurringJobs } from './transcripts/jobs';
 
 /**
  * The long-lived parts of one Parley instance, built once by `createServices` and handed to the
@@ -56,6 +57,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     concurrency: config.JOB_CONCURRENCY,
     pollIntervalMs: config.JOB_POLL_MS,
     leaseMs: config.JOB_LEASE_MS,
+    recurring: [...transcriptRecurringJobs({ purgeEveryMs: config.TRANSCRIPT_PURGE_INTERVAL_MS })],
   });
   const llm = createLlmProvider(
     {
@@ -71,6 +73,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     },
     { logger: logger.child({ component: 'llm' }) },
   );
+  registerTranscriptJobs(jobs, { db, pubsub, llm, logger: logger.child({ component: 'evaluations' }) });
   return {
     config,
     logger,

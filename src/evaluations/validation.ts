@@ -82,3 +82,10 @@ export const estimateEvaluationsBody = searchCriteriaSchema.extend({
   projectID: idSchema,
   evaluationIDs: z.array(idSchema).min(1).max(10),
 });
+
+/** The GraphQL form of the estimate: the search criteria nested under `criteria`. */
+export const estimateEvaluationsInput = z.strictObject({
+  projectID: idSchema,
+  evaluationIDs: z.array(idSchema).min(1).max(10),
+  criteria: searchCriteriaSchema.nullish(),
+});

@@ -2,6 +2,8 @@ import { lexicographicSortSchema } from 'graphql';
 import { builder } from '../builder';
 import './scalars';
 import './admin';
+import './transcripts';
+import './evaluations';
 
 /** The whole schema: one file per area registers its types and root fields on the builder. */
 export const schema = lexicographicSortSchema(builder.toSchema());
