@@ -364,7 +364,7 @@ builder.queryFields((t) => ({
         .int({ defaultValue: 0, description: 'Transcripts to pass over before the page.' })
         .validate(skipSchema.nullish()),
     },
-    validate: z.object({ first: takeSchema.nullish(), last: takeSchema.nullish() }),
+    validate: z.looseObject({ first: takeSchema.nullish(), last: takeSchema.nullish() }),
     totalCount: async (_parent, args, ctx) => {
       const project = await requireProject(ctx, String(args.projectID), 'transcripts:read');
       const where = await searchWhere(ctx, project.id, args.criteria as SearchCriteria | null, args);
