@@ -42,9 +42,9 @@ describeEachDatabase('transcript properties and values over REST', (provider) =>
     expect(renamed.text).toBe('');
     const noop = await t.app.http('PATCH', `/v1/transcript-property/${property.id}`, { key: p.apiKey, body: {} });
     expect(noop.status).toBe(204);
-    expect((await t.app.http('GET', `/v1/transcript-property/${property.id}`, { key: p.apiKey })).body.property.name).toBe(
-      'Solved',
-    );
+    expect(
+      (await t.app.http('GET', `/v1/transcript-property/${property.id}`, { key: p.apiKey })).body.property.name,
+    ).toBe('Solved');
     const deleted = await t.app.http('DELETE', `/v1/transcript-property/${property.id}`, { key: p.apiKey });
     expect(deleted.status).toBe(204);
     expect((await t.app.http('GET', `/v1/transcript-property/${property.id}`, { key: p.apiKey })).status).toBe(404);
@@ -77,22 +77,28 @@ describeEachDatabase('transcript properties and values over REST', (provider) =>
     expect(dup.status).toBe(409);
     expect(dup.body).toMatchObject(errorBody(409, 'CONFLICT'));
     // Names are unique per project, not across projects.
-    expect((await create({ projectID: other.projectID, name: 'Topic', type: 'string' }, other.apiKey)).status).toBe(201);
+    expect((await create({ projectID: other.projectID, name: 'Topic', type: 'string' }, other.apiKey)).status).toBe(
+      201,
+    );
     expect((await create({ projectID: other.projectID, name: 'Mine', type: 'string' })).status).toBe(404);
 
-    const theirs = (await t.app.http('GET', `/v1/transcript-property/project/${other.projectID}`, { key: other.apiKey }))
-      .body.properties[0].id;
+    const theirs = (
+      await t.app.http('GET', `/v1/transcript-property/project/${other.projectID}`, { key: other.apiKey })
+    ).body.properties[0].id;
     for (const id of [theirs, unknownId]) {
       expect((await t.app.http('GET', `/v1/transcript-property/${id}`, { key: p.apiKey })).status).toBe(404);
-      expect((await t.app.http('PATCH', `/v1/transcript-property/${id}`, { key: p.apiKey, body: { name: 'n' } })).status).toBe(
-        404,
-      );
+      expect(
+        (await t.app.http('PATCH', `/v1/transcript-property/${id}`, { key: p.apiKey, body: { name: 'n' } })).status,
+      ).toBe(404);
       expect((await t.app.http('DELETE', `/v1/transcript-property/${id}`, { key: p.apiKey })).status).toBe(404);
     }
-    expect((await t.app.http('GET', `/v1/transcript-property/project/${other.projectID}`, { key: p.apiKey })).status).toBe(404);
+    expect(
+      (await t.app.http('GET', `/v1/transcript-property/project/${other.projectID}`, { key: p.apiKey })).status,
+    ).toBe(404);
     expect((await t.app.http('GET', '/v1/transcript-property/short', { key: p.apiKey })).status).toBe(400);
 
-    const mine = (await t.app.http('GET', `/v1/transcript-property/project/${p.projectID}`, { key: p.apiKey })).body.properties;
+    const mine = (await t.app.http('GET', `/v1/transcript-property/project/${p.projectID}`, { key: p.apiKey })).body
+      .properties;
     const topic = mine.find((x: { name: string }) => x.name === 'Topic').id;
     const patches: [unknown, number][] = [
       [{ name: '' }, 400],
@@ -123,7 +129,10 @@ describeEachDatabase('transcript properties and values over REST', (provider) =>
     const topic = await prop('topic', 'string');
     const transcript = await ingestTranscript(t.app, p);
     const set = (body: Record<string, unknown>) =>
-      t.app.http('POST', '/v1/transcript-property-value', { key: p.apiKey, body: { transcriptID: transcript, ...body } });
+      t.app.http('POST', '/v1/transcript-property-value', {
+        key: p.apiKey,
+        body: { transcriptID: transcript, ...body },
+      });
 
     const first = await set({ propertyID: score, value: '4.50', metadata: { by: 'agent' } });
     expect(first.status).toBe(201);
@@ -166,11 +175,13 @@ describeEachDatabase('transcript properties and values over REST', (provider) =>
 
     const list = await t.app.http('GET', `/v1/transcript-property-value/transcript/${transcript}`, { key: p.apiKey });
     expect(list.status).toBe(200);
-    expect(list.body.propertyValues.map((v: { propertyID: string; value: string }) => [v.propertyID, v.value])).toEqual([
-      [score, '3'],
-      [solved, 'true'],
-      [topic, 'refund <now>'],
-    ]);
+    expect(list.body.propertyValues.map((v: { propertyID: string; value: string }) => [v.propertyID, v.value])).toEqual(
+      [
+        [score, '3'],
+        [solved, 'true'],
+        [topic, 'refund <now>'],
+      ],
+    );
     // The transcript shows them as its properties, with name and type.
     const got = await t.app.http('GET', `/v1/transcript/${transcript}`, { key: p.apiKey });
     expect(got.body.transcript.properties[0]).toEqual({
@@ -189,15 +200,18 @@ describeEachDatabase('transcript properties and values over REST', (provider) =>
     });
     expect(del.status).toBe(204);
     expect(
-      (await t.app.http('DELETE', `/v1/transcript-property-value/transcript/${transcript}/property/${topic}`, { key: p.apiKey }))
-        .status,
+      (
+        await t.app.http('DELETE', `/v1/transcript-property-value/transcript/${transcript}/property/${topic}`, {
+          key: p.apiKey,
+        })
+      ).status,
     ).toBe(404);
 
     // Another project sees none of it.
     const other = await t.app.createProject();
-    expect((await t.app.http('GET', `/v1/transcript-property-value/transcript/${transcript}`, { key: other.apiKey })).status).toBe(
-      404,
-    );
+    expect(
+      (await t.app.http('GET', `/v1/transcript-property-value/transcript/${transcript}`, { key: other.apiKey })).status,
+    ).toBe(404);
     const theirTranscript = await ingestTranscript(t.app, other);
     expect((await set({ propertyID: score, value: '1', transcriptID: theirTranscript })).status).toBe(404);
     expect(
@@ -207,7 +221,9 @@ describeEachDatabase('transcript properties and values over REST', (provider) =>
         })
       ).status,
     ).toBe(404);
-    expect((await t.app.http('GET', `/v1/transcript-property-value/transcript/${unknownId}`, { key: p.apiKey })).status).toBe(404);
+    expect(
+      (await t.app.http('GET', `/v1/transcript-property-value/transcript/${unknownId}`, { key: p.apiKey })).status,
+    ).toBe(404);
   });
 
   it('refuses a new type while values would not parse (409 with the count), and rewrites them when they do', async () => {
@@ -218,7 +234,11 @@ describeEachDatabase('transcript properties and values over REST', (provider) =>
         body: { projectID: p.projectID, name: 'level', type: 'string' },
       })
     ).body.property.id;
-    const transcripts = [await ingestTranscript(t.app, p), await ingestTranscript(t.app, p), await ingestTranscript(t.app, p)];
+    const transcripts = [
+      await ingestTranscript(t.app, p),
+      await ingestTranscript(t.app, p),
+      await ingestTranscript(t.app, p),
+    ];
     const values = ['10', '2.50', 'high'];
     for (const [i, transcriptID] of transcripts.entries()) {
       await t.app.http('POST', '/v1/transcript-property-value', {
@@ -226,15 +246,23 @@ describeEachDatabase('transcript properties and values over REST', (provider) =>
         body: { propertyID: prop, transcriptID, value: values[i] },
       });
     }
-    const refused = await t.app.http('PATCH', `/v1/transcript-property/${prop}`, { key: p.apiKey, body: { type: 'number' } });
+    const refused = await t.app.http('PATCH', `/v1/transcript-property/${prop}`, {
+      key: p.apiKey,
+      body: { type: 'number' },
+    });
     expect(refused.status).toBe(409);
     expect(refused.body.message).toMatch(/1 stored value would not parse as number/);
-    expect((await t.app.http('GET', `/v1/transcript-property/${prop}`, { key: p.apiKey })).body.property.type).toBe('string');
+    expect((await t.app.http('GET', `/v1/transcript-property/${prop}`, { key: p.apiKey })).body.property.type).toBe(
+      'string',
+    );
 
     await t.app.http('DELETE', `/v1/transcript-property-value/transcript/${transcripts[2]}/property/${prop}`, {
       key: p.apiKey,
     });
-    const ok = await t.app.http('PATCH', `/v1/transcript-property/${prop}`, { key: p.apiKey, body: { type: 'number' } });
+    const ok = await t.app.http('PATCH', `/v1/transcript-property/${prop}`, {
+      key: p.apiKey,
+      body: { type: 'number' },
+    });
     expect(ok.status).toBe(204);
     const stored = await t.app.services.db.prisma.transcriptPropertyValue.findMany({
       where: { propertyId: prop },
@@ -296,14 +324,20 @@ describeEachDatabase('transcript properties and values over REST', (provider) =>
       const id = await ingestTranscript(t.app, p);
       ids.push(id);
       const set = (propertyID: string, value: string) =>
-        t.app.http('POST', '/v1/transcript-property-value', { key: p.apiKey, body: { propertyID, transcriptID: id, value } });
+        t.app.http('POST', '/v1/transcript-property-value', {
+          key: p.apiKey,
+          body: { propertyID, transcriptID: id, value },
+        });
       if (s !== null) await set(score, String(s));
       if (tp !== null) await set(topic, tp);
       if (sv !== null) await set(solved, String(sv));
     }
     const [a, b, c, d] = ids as [string, string, string, string];
     const search = async (...filters: unknown[]) => {
-      const res = await t.app.http('POST', `/v1/transcript/project/${p.projectID}`, { key: p.apiKey, body: { filters } });
+      const res = await t.app.http('POST', `/v1/transcript/project/${p.projectID}`, {
+        key: p.apiKey,
+        body: { filters },
+      });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       return res.body.transcripts.map((x: { id: string }) => x.id).sort();
     };
