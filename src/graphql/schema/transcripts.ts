@@ -235,8 +235,13 @@ export const TranscriptType = builder.prismaObject('Transcript', {
     expiresAt: t.expose('expiresAt', { type: 'DateTime', nullable: true }),
     endedAt: t.expose('endedAt', { type: 'DateTime', nullable: true }),
     recordingURL: t.exposeString('recordingUrl', { nullable: true }),
-    properties: t.relation('propertyValues', { query: { orderBy: { createdAt: 'asc' } } }),
-    evaluations: t.relation('evaluationResults', { query: { orderBy: { createdAt: 'asc' } } }),
+    // In the order the properties and evaluations were defined, whatever order values arrived in.
+    properties: t.relation('propertyValues', {
+      query: { orderBy: [{ property: { createdAt: 'asc' } }, { propertyId: 'asc' }] },
+    }),
+    evaluations: t.relation('evaluationResults', {
+      query: { orderBy: [{ evaluation: { createdAt: 'asc' } }, { evaluationId: 'asc' }] },
+    }),
     history: t.field({
       type: [TranscriptTurnType],
       description: 'One entry per turn (per action), in order.',
@@ -423,7 +428,7 @@ builder.queryFields((t) => ({
       return ctx.services.db.prisma.transcriptPropertyValue.findMany({
         ...query,
         where: { transcriptId: String(args.transcriptID) },
-        orderBy: { createdAt: 'asc' },
+        orderBy: [{ property: { createdAt: 'asc' } }, { propertyId: 'asc' }],
       });
     },
   }),
