@@ -274,7 +274,7 @@ describeEachDatabase('transcripts over REST', (provider) => {
     const expired = await get({ unredacted: 'true' });
     expect(expired.body.transcript.logs[0].data.payload).toBe('call me on [phone] or <[email]>');
 
-    for (const query of [{ unredacted: 'yes' }, { filterConversation: '2' }]) {
+    for (const query of [{ unredacted: 'yes' }, { filterConversation: '2' }] as Record<string, string>[]) {
       expect((await get(query)).status).toBe(400);
     }
     const other = await t.app.createProject();
