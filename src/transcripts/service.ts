@@ -50,16 +50,24 @@ export interface SessionKey {
 }
 
 /**
- * The transcript of a session, created on first use. One statement (an upsert on the session's
- * unique key), so concurrent first turns of a session share one transcript and a caller's
- * transaction is never aborted by a lost race.
+ * The transcript of a session, created on first use. An `INSERT … ON CONFLICT DO NOTHING` on the
+ * session's unique key, then a read: concurrent first turns of a session share one transcript, and
+ * a lost race never raises a unique violation (which on PostgreSQL would abort the caller's
+ * transaction). Prisma's `upsert` does not guarantee that: it may read, then insert.
  */
 export async function findOrCreateSessionTranscript(
   tx: PrismaTx,
   key: SessionKey,
 ): Promise<{ id: string; created: boolean }> {
   const id = newId();
-  const row = await tx.transcript.upsert({
+  // Dates bound as parameters are stored exactly as Prisma stores them (ISO text on SQLite).
+  const now = new Date();
+  const inserted = await tx.$executeRaw`
+    INSERT INTO "Transcript" ("id", "projectId", "environmentId", "sessionId", "userId", "logCount", "createdAt", "updatedAt")
+    VALUES (${id}, ${key.projectId}, ${key.environmentId}, ${key.sessionId}, ${key.userId ?? null}, 0, ${now}, ${now})
+    ON CONFLICT ("projectId", "environmentId", "sessionId") DO NOTHING`;
+  if (inserted === 1) return { id, created: true };
+  const row = await tx.transcript.findUniqueOrThrow({
     where: {
       projectId_environmentId_sessionId: {
         projectId: key.projectId,
@@ -67,17 +75,9 @@ export async function findOrCreateSessionTranscript(
         sessionId: key.sessionId,
       },
     },
-    create: {
-      id,
-      projectId: key.projectId,
-      environmentId: key.environmentId,
-      sessionId: key.sessionId,
-      userId: key.userId ?? null,
-    },
-    update: {},
     select: { id: true },
   });
-  return { id: row.id, created: row.id === id };
+  return { id: row.id, created: false };
 }
 
 /** The project's redactor: built-in detectors plus its own patterns. */

@@ -40,7 +40,10 @@ describe('the judge', () => {
   });
 
   it('keeps the latest lines when a conversation is too long', () => {
-    const logs = Array.from({ length: 10 }, (_, i) => ({ type: 'action', data: { type: 'text', payload: `message ${i}` } }));
+    const logs = Array.from({ length: 10 }, (_, i) => ({
+      type: 'action',
+      data: { type: 'text', payload: `message ${i}` },
+    }));
     const text = renderConversation(logs, 60);
     expect(text.split('\n')[0]).toMatch(/^\(\d+ earlier lines omitted\)$/);
     expect(text.endsWith('User: message 9')).toBe(true);
@@ -82,6 +85,9 @@ describe('the judge', () => {
     expect(parseVerdict(number, '{"value": "3.5"}')).toMatchObject({ value: 3.5 });
     expect(parseVerdict(number, '{"value": "three"}').ok).toBe(false);
     expect(parseVerdict(string, '{"value": 42}')).toMatchObject({ value: '42' });
-    expect(parseVerdict(string, 'no JSON at all')).toMatchObject({ ok: false, message: expect.stringContaining('no JSON') });
+    expect(parseVerdict(string, 'no JSON at all')).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('no JSON'),
+    });
   });
 });

@@ -22,7 +22,10 @@ export async function ingestTranscript(
 }
 
 /** A turn: the user's text action, the agent's text trace and a debug trace. */
-export function conversation(userSays: string, agentSays = `You said: ${userSays}`) {
+export function conversation(
+  userSays: string,
+  agentSays = `You said: ${userSays}`,
+): { type: 'action' | 'trace' | 'end'; data: unknown }[] {
   return [
     { type: 'action', data: { type: 'text', payload: userSays } },
     { type: 'trace', data: { type: 'text', payload: { message: agentSays }, time: 1_760_000_000_000 } },

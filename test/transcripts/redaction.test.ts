@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { compileRedactionPattern, compileRedactionPatterns, createRedactor, luhnValid } from '../../src/transcripts/redaction';
+import {
+  compileRedactionPattern,
+  compileRedactionPatterns,
+  createRedactor,
+  luhnValid,
+} from '../../src/transcripts/redaction';
 
 describe('redaction', () => {
   const redact = createRedactor();
@@ -30,12 +35,17 @@ describe('redaction', () => {
       value: { type: 'text', payload: { message: 'mail [email]', count: 3, tags: ['[email]', true] }, time: 1 },
     });
     expect(trace.payload.message).toBe('mail a@b.io');
-    expect(redact.json({ type: 'text', payload: 'hello' })).toEqual({ changed: false, value: { type: 'text', payload: 'hello' } });
+    expect(redact.json({ type: 'text', payload: 'hello' })).toEqual({
+      changed: false,
+      value: { type: 'text', payload: 'hello' },
+    });
   });
 
   it("applies the project's own RE2 patterns after the built-in ones", () => {
     const custom = createRedactor(compileRedactionPatterns(['ACC-\\d{6}', '(?i)secret\\w*']));
-    expect(custom.text('account ACC-123456, SecretSauce and a@b.io')).toBe('account [redacted], [redacted] and [email]');
+    expect(custom.text('account ACC-123456, SecretSauce and a@b.io')).toBe(
+      'account [redacted], [redacted] and [email]',
+    );
   });
 
   it('refuses patterns RE2 cannot run or that match the empty string, naming each', () => {
