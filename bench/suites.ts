@@ -1,5 +1,6 @@
 import { httpBench } from './http.bench';
 import type { BenchSuite } from './lib';
+import { transcriptsBench } from './transcripts.bench';
 
 /** Every benchmark suite, in the order `npm run bench` runs them. Add yours here. */
-export const suites: BenchSuite[] = [httpBench];
+export const suites: BenchSuite[] = [httpBench, transcriptsBench];
