@@ -205,7 +205,10 @@ function sqliteDriver(url: string): RawDriver {
   return {
     async query(sql, params) {
       let stmt = statements.get(sql);
-      if (!stmt) statements.set(sql, (stmt = db.prepare(sql)));
+      if (!stmt) {
+        stmt = db.prepare(sql);
+        statements.set(sql, stmt);
+      }
       return stmt.all(...params.map(bind)) as Record<string, unknown>[];
     },
     async insert(kind, rows) {
