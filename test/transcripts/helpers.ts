@@ -48,3 +48,11 @@ export function adminProject(app: TestApp, workspaceId?: string): Promise<TestPr
 export function errorBody(statusCode: number, errorCode: string) {
   return { statusCode, errorCode, statusText: expect.any(String), message: expect.any(String) };
 }
+
+/**
+ * The Prisma operations a request made, without what runs beside it: the job runner's polls (raw
+ * SQL, Job) and the authenticator's last-used stamp (ApiKey).
+ */
+export function requestOperations(operations: string[]): string[] {
+  return operations.filter((o) => !/^(undefined|Job|ApiKey)\./.test(o)).sort();
+}
