@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { useTestApp } from '../helpers/app';
 import { describeEachDatabase } from '../helpers/lanes';
-import { errorBody, ingestTranscript } from './helpers';
+import { errorBody, ingestTranscript, requestOperations } from './helpers';
 
 const unknownId = 'ffffffffffffffffffffffff';
 
@@ -389,5 +389,55 @@ describeEachDatabase('transcript properties and values over REST', (provider) =>
       body: { filters: [{ id: theirs, op: 'exists' }] },
     });
     expect(foreign.status).toBe(400);
+  });
+});
+
+describeEachDatabase('list endpoints of properties, values and evaluations', (provider) => {
+  const t = useTestApp(provider);
+
+  it('answer with one query whatever the number of items (no N+1)', async () => {
+    const p = await t.app.createProject({ scopes: ['admin', 'transcripts:read', 'transcripts:write'] });
+    const transcript = await ingestTranscript(t.app, p);
+    for (let i = 0; i < 4; i++) {
+      const prop = await t.app.http('POST', '/v1/transcript-property', {
+        key: p.apiKey,
+        body: { projectID: p.projectID, name: `p${i}`, type: 'string' },
+      });
+      await t.app.http('POST', '/v1/transcript-property-value', {
+        key: p.apiKey,
+        body: { propertyID: prop.body.property.id, transcriptID: transcript, value: `v${i}` },
+      });
+      await t.app.http('POST', '/v1/transcript-evaluation', {
+        key: p.apiKey,
+        body: { projectID: p.projectID, name: `e${i}`, type: 'string', prompt: 'p' },
+      });
+    }
+    const measure = async (path: string) => {
+      const operations: string[] = [];
+      const listener = (e: { model: string | undefined; operation: string }) =>
+        operations.push(`${e.model}.${e.operation}`);
+      t.app.services.db.queryListeners.add(listener);
+      try {
+        const res = await t.app.http('GET', path, { key: p.apiKey });
+        expect(res.status).toBe(200);
+        expect(Object.values(res.body as Record<string, unknown[]>)[0]).toHaveLength(4);
+      } finally {
+        t.app.services.db.queryListeners.delete(listener);
+      }
+      return requestOperations(operations);
+    };
+    expect(await measure(`/v1/transcript-property/project/${p.projectID}`)).toEqual([
+      'Project.findMany',
+      'TranscriptProperty.findMany',
+    ]);
+    expect(await measure(`/v1/transcript-property-value/transcript/${transcript}`)).toEqual([
+      'Project.findMany',
+      'Transcript.findUnique',
+      'TranscriptPropertyValue.findMany',
+    ]);
+    expect(await measure(`/v1/transcript-evaluation/project/${p.projectID}`)).toEqual([
+      'Evaluation.findMany',
+      'Project.findMany',
+    ]);
   });
 });
