@@ -1,6 +1,7 @@
 import { httpBench } from './http.bench';
 import type { BenchSuite } from './lib';
+import { runtimeBench } from './runtime.bench';
 import { transcriptsBench } from './transcripts.bench';
 
 /** Every benchmark suite, in the order `npm run bench` runs them. Add yours here. */
-export const suites: BenchSuite[] = [httpBench, transcriptsBench];
+export const suites: BenchSuite[] = [httpBench, runtimeBench, transcriptsBench];

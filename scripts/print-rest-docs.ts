@@ -20,7 +20,8 @@ const lines = [
   '|---|---|---|---|',
   ...routes.map((r) => {
     const path = r.path.replace(/:([A-Za-z]+)/g, '{$1}');
-    return `| ${r.method} | \`${path}\` | ${r.status} | ${r.summary.replace(/\|/g, '\\|')} |`;
+    const success = r.kind === 'stream' ? '200 (text/event-stream)' : String(r.status);
+    return `| ${r.method} | \`${path}\` | ${success} | ${r.summary.replace(/\|/g, '\\|')} |`;
   }),
   '',
 ];

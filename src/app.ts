@@ -85,7 +85,7 @@ export function buildApp(services: AppServices): ParleyApp {
   });
 
   app.use(express.json({ limit: config.BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));
-  app.use(createRestRouter({ yoga, routes, logger }));
+  app.use(createRestRouter({ yoga, routes, logger, sseKeepAliveMs: config.SSE_KEEPALIVE_MS }));
 
   app.use((req: Request, res: Response) => {
     sendError(res, 404, 'NOT_FOUND', `No route for ${req.method} ${req.path}`);

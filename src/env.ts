@@ -80,6 +80,29 @@ const configSchema = z.object({
   LLM_MAX_RETRY_WAIT_MS: z.coerce.number().int().min(0).default(30_000),
   /** OpenAI's reasoning models (o-series, gpt-5) take max_completion_tokens. */
   LLM_MAX_TOKENS_FIELD: z.enum(['max_tokens', 'max_completion_tokens']).default('max_tokens'),
+  // Runtime (docs/runtime.md "Settings").
+  /** A turn's time limit; the turn then ends with a `debug` trace of type `timeout`. */
+  RUNTIME_TURN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  /** Steps one turn may run before it is stopped as an endless loop. */
+  RUNTIME_STEP_LIMIT: z.coerce.number().int().min(1).max(100_000).default(1000),
+  /** How long a turn waits for another turn of the same user to finish. */
+  RUNTIME_LOCK_WAIT_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
+  /** Longest time one API step may take, whatever the step asks for. */
+  RUNTIME_API_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(30_000),
+  /** Largest API response an API step reads. */
+  RUNTIME_API_MAX_RESPONSE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(1024 * 1024),
+  /** Longest time one code step may run, whatever the step asks for. */
+  RUNTIME_CODE_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(5000),
+  /** Memory of one code step's sandbox. */
+  RUNTIME_CODE_MEMORY_MB: z.coerce.number().int().min(1).max(1024).default(32),
+  /** Worker threads running code steps. */
+  RUNTIME_SANDBOX_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
+  /** Interval of the `:` comment that keeps an idle SSE stream open through proxies. */
+  SSE_KEEPALIVE_MS: z.coerce.number().int().min(10).default(15_000),
 });
 
 export type Config = z.infer<typeof configSchema> & {

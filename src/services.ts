@@ -6,6 +6,9 @@ import { createJobRunner, type JobRunner } from './jobs/runner';
 import { createLogger, type Logger } from './lib/logger';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
 import { createLlmProvider, type LlmProvider } from './llm';
+import { createLoggingTurnRecorder, type TurnRecorder } from './runtime/recorder';
+import { createRuntime, type Runtime } from './runtime/service';
+import type { AnyStepType } from './runtime/steps/step-type';
 import { registerTranscriptJobs, transcriptRecurringJobs } from './transcripts/jobs';
 
 /**
@@ -23,6 +26,8 @@ export interface AppServices {
   jobs: JobRunner;
   /** Language models: OpenAI-compatible when LLM_BASE_URL is set, else the built-in offline provider. */
   llm: LlmProvider;
+  /** Agent programs, turns and conversation state. */
+  runtime: Runtime;
   /** Closes what was opened, in reverse order. */
   close(): Promise<void>;
 }
@@ -31,6 +36,10 @@ export interface CreateServicesOptions {
   logger?: Logger;
   /** Apply pending migrations before opening (default true). */
   migrate?: boolean;
+  /** Where finished turns go (default: a log line per turn; transcripts and usage plug in here). */
+  turnRecorder?: TurnRecorder;
+  /** Step types beyond the built-in ones. */
+  extraStepTypes?: readonly AnyStepType[];
 }
 
 export async function createServices(config: Config, opts: CreateServicesOptions = {}): Promise<AppServices> {
@@ -73,6 +82,23 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     },
     { logger: logger.child({ component: 'llm' }) },
   );
+  const runtime = createRuntime({
+    db,
+    pubsub,
+    logger,
+    recorder: opts.turnRecorder ?? createLoggingTurnRecorder(logger),
+    extraStepTypes: opts.extraStepTypes,
+    limits: {
+      turnTimeoutMs: config.RUNTIME_TURN_TIMEOUT_MS,
+      stepLimit: config.RUNTIME_STEP_LIMIT,
+      lockWaitMs: config.RUNTIME_LOCK_WAIT_MS,
+      maxApiTimeoutMs: config.RUNTIME_API_TIMEOUT_MS,
+      maxApiResponseBytes: config.RUNTIME_API_MAX_RESPONSE_BYTES,
+      maxCodeTimeoutMs: config.RUNTIME_CODE_TIMEOUT_MS,
+      codeMemoryBytes: config.RUNTIME_CODE_MEMORY_MB * 1024 * 1024,
+      sandboxWorkers: config.RUNTIME_SANDBOX_WORKERS,
+    },
+  });
   registerTranscriptJobs(jobs, { db, pubsub, llm, logger: logger.child({ component: 'evaluations' }) });
   return {
     config,
@@ -82,7 +108,9 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     auth,
     jobs,
     llm,
+    runtime,
     async close() {
+      await runtime.close();
       await jobs.stop({ graceMs: config.SHUTDOWN_GRACE_MS });
       await llm.close();
       await closePubSub();

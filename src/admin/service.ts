@@ -13,11 +13,11 @@ export interface AdminDeps {
   onKeyInvalidated?: (keyId: string) => void;
 }
 
-type Tx = Parameters<Parameters<Db['prisma']['$transaction']>[0]>[0];
+export type Tx = Parameters<Parameters<Db['prisma']['$transaction']>[0]>[0];
 
 export const defaultEnvironmentAliases = ['development', 'production'] as const;
 
-interface AuditInput {
+export interface AuditInput {
   workspaceId: string;
   actor: string;
   action: string;
@@ -26,14 +26,15 @@ interface AuditInput {
   data?: Record<string, unknown>;
 }
 
-async function recordAudit(tx: Tx, input: AuditInput): Promise<AuditEventPayload> {
+/** Writes an audit log entry inside the caller's transaction; publish it after the commit. */
+export async function recordAudit(tx: Tx, input: AuditInput): Promise<AuditEventPayload> {
   const row = await tx.auditEvent.create({
     data: { id: newId(), ...input, data: (input.data ?? undefined) as never },
   });
   return { ...input, id: row.id, data: input.data ?? null, createdAt: row.createdAt.toISOString() };
 }
 
-function publishAudit(deps: AdminDeps, events: readonly AuditEventPayload[]): void {
+export function publishAudit(deps: Pick<AdminDeps, 'pubsub'>, events: readonly AuditEventPayload[]): void {
   for (const event of events) {
     deps.pubsub.publish('auditEvent', event.workspaceId, event);
     deps.pubsub.publish('auditEventAll', event);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createApiKey, createProject, findApiKey, revokeApiKey, rotateApiKey } from '../admin/service';
 import { graceSecondsSchema, idSchema, projectNameSchema, scopesSchema } from '../admin/validation';
@@ -21,6 +22,9 @@ const usage = `Usage: parley <command> [options]
                                           create a project key or a workspace key
   key revoke KEY_ID                       revoke a key at once
   key rotate KEY_ID [--grace SECONDS]     replace a key; the old one works for SECONDS more (default 86400)
+  agent publish FILE --project ID [--environment ALIAS]
+                                          publish an agent program (JSON) to an environment (default development)
+  agent validate FILE                     check an agent program and list its problems
 
 Every command works on the database of DATABASE_URL (default file:./data/parley.db), applying
 pending migrations first. Results are printed as one JSON object on stdout; logs go to stderr.`;
@@ -203,6 +207,8 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       }
       throw new UsageError(`unknown command: key ${sub ?? ''}`);
     }
+    case 'agent':
+      return runAgentCommand(config, sub, rest);
     case undefined:
     case 'help':
     case '--help':
@@ -212,6 +218,78 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     default:
       throw new UsageError(`unknown command: ${command}`);
   }
+}
+
+/** Reads an agent program file: JSON, or a usage error naming the file. */
+function readProgramFile(file: string | undefined): unknown {
+  if (!file) throw new UsageError('needs the program FILE');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read ${file}: ${(err as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`${file} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+function printProblems(problems: readonly { severity?: string; path: string; message: string }[]): void {
+  for (const p of problems) process.stderr.write(`  ${p.severity ?? 'error'} ${p.path || '(program)'}: ${p.message}\n`);
+}
+
+async function runAgentCommand(config: Config, sub: string | undefined, rest: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: rest,
+    options: { project: { type: 'string' }, environment: { type: 'string' } },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (positionals.length !== 1) throw new UsageError(`agent ${sub ?? ''} needs exactly one program FILE`);
+  const program = readProgramFile(positionals[0]);
+  if (sub === 'validate') {
+    return withServices(config, async (services) => {
+      const check = await services.runtime.validate(program);
+      print({ valid: check.errors.length === 0, errors: check.errors, warnings: check.warnings });
+      if (check.errors.length) {
+        process.stderr.write(`parley: ${positionals[0]} has ${check.errors.length} problem(s):\n`);
+        printProblems([...check.errors, ...check.warnings]);
+        return 1;
+      }
+      printProblems(check.warnings);
+      return 0;
+    });
+  }
+  if (sub !== 'publish') throw new UsageError(`unknown command: agent ${sub ?? ''}`);
+  if (!values.project) throw new UsageError('agent publish needs --project ID');
+  const projectId = requireValid(idSchema, values.project, '--project');
+  const environment = values.environment ?? 'development';
+  return withServices(config, async (services) => {
+    const project = await services.db.prisma.project.findUnique({ where: { id: projectId } });
+    if (!project) throw new AppError('NOT_FOUND', `Project "${projectId}" not found`);
+    try {
+      const published = await services.runtime.publish({ projectId, environment, program, actor: 'cli' });
+      print({
+        agentID: published.agentId,
+        versionID: published.versionId,
+        version: published.versionNumber,
+        environment,
+        created: published.created,
+        warnings: published.warnings,
+      });
+      printProblems(published.warnings);
+      return 0;
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'VALIDATION_FAILED' && err.details) {
+        process.stderr.write(`parley: ${positionals[0]} was not published: ${err.details.length} problem(s):\n`);
+        printProblems(err.details.map((d) => ({ path: d.path.replace(/^program\.?/, ''), message: d.message })));
+        return 1;
+      }
+      throw err;
+    }
+  });
 }
 
 export async function main(): Promise<void> {

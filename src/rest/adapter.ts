@@ -1,12 +1,14 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import express, { type Request, type Response, type Router } from 'express';
 import { type DocumentNode, type ExecutionResult, type GraphQLError, Kind, parse, validate } from 'graphql';
+import { isAsyncIterable } from 'graphql-yoga';
 import type { z } from 'zod';
 import type { Context } from '../graphql/context';
 import type { ParleyYoga } from '../graphql/yoga';
 import { type ErrorDetail, issuesToDetails, summarizeDetails } from '../lib/errors';
 import type { Logger } from '../lib/logger';
 import { sendError } from './errors';
+import { openSseStream, type SseFraming, type SseMessage } from './sse';
 
 /** A REST request after its path, query and body passed their schemas. */
 export interface RestRequest<Params = Record<string, string>, Query = Record<string, unknown>, Body = unknown> {
@@ -22,6 +24,8 @@ export interface RestRequest<Params = Record<string, string>, Query = Record<str
  * body) so that REST clients get REST-shaped errors; the GraphQL layer validates again.
  */
 export interface OperationRoute {
+  /** Absent or 'operation': a query or mutation answered with JSON. */
+  kind?: 'operation';
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** Express path, e.g. /v1/transcript/:transcriptID */
   path: string;
@@ -43,7 +47,29 @@ export interface OperationRoute {
   status: 200 | 201 | 204;
 }
 
-export type RestRoute = OperationRoute;
+/**
+ * A streaming route: runs a GraphQL subscription through the same Yoga pipeline and writes each
+ * result as a server-sent event, framed by `framing` (src/rest/sse.ts). Anything refused before
+ * the subscription starts is an ordinary JSON error; a failure after the stream started is the
+ * framing's failure event and then its `end`, so the client always sees `end`.
+ */
+export interface StreamRoute extends Omit<OperationRoute, 'kind' | 'result' | 'status'> {
+  kind: 'stream';
+  framing: SseFraming;
+  /** Maps one subscription result's data to the event to send (null sends nothing). */
+  // biome-ignore lint/suspicious/noExplicitAny: the subscription's data shape is the document's.
+  message: (data: any) => SseMessage | null;
+}
+
+export type RestRoute = OperationRoute | StreamRoute;
+
+export interface RestRouterOptions {
+  yoga: ParleyYoga;
+  routes: readonly RestRoute[];
+  logger: Logger;
+  /** Interval of the SSE keep-alive comment (default 15 s). */
+  sseKeepAliveMs?: number;
+}
 
 interface PreparedRoute {
   route: RestRoute;
@@ -92,6 +118,79 @@ function firstError(result: ExecutionResult): GraphQLError | undefined {
   return result.errors?.[0];
 }
 
+/** The REST error for a GraphQL error (its code and status come from the error shaping plugin). */
+function sendGraphQLError(res: Response, error: GraphQLError, requestId: string): void {
+  const http = (error.extensions?.http ?? {}) as { status?: number; headers?: Record<string, string> };
+  const status = http.status ?? 500;
+  sendError(res, status, String(error.extensions?.code ?? 'INTERNAL_ERROR'), error.message, {
+    details: error.extensions?.details as ErrorDetail[] | undefined,
+    headers: http.headers,
+    requestId,
+  });
+}
+
+/**
+ * Runs a stream route's subscription and writes its results as SSE. The subscription keeps
+ * running its turn when the client goes away (the iterator is only told to stop reading).
+ */
+async function runStream(
+  opts: RestRouterOptions,
+  prepared: PreparedRoute & { route: StreamRoute },
+  req: Request,
+  res: Response,
+  variables: Record<string, unknown>,
+  requestId: string,
+): Promise<void> {
+  const { contextFactory, subscribe, schema } = opts.yoga.getEnveloped({
+    request: { headers: headersOf(req) },
+  } as never);
+  const contextValue = (await contextFactory()) as unknown as Context;
+  const result = await subscribe({
+    schema,
+    document: prepared.document,
+    variableValues: variables,
+    contextValue,
+    operationName: prepared.operationName,
+  });
+  if (!isAsyncIterable(result)) {
+    const error = firstError(result as ExecutionResult);
+    if (error) sendGraphQLError(res, error, requestId);
+    else
+      sendError(res, 500, 'INTERNAL_ERROR', `Unexpected error. Quote request ID ${requestId} when reporting it.`, {
+        requestId,
+      });
+    return;
+  }
+  const { framing } = prepared.route;
+  const stream = openSseStream(res, framing, { keepAliveMs: opts.sseKeepAliveMs ?? 15_000 });
+  const iterator = (result as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator]();
+  res.on('close', () => {
+    if (stream.disconnected) iterator.return?.().catch(() => {});
+  });
+  try {
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done) break;
+      const error = firstError(next.value);
+      if (error) {
+        for (const message of framing.failure(error.message)) stream.send(message);
+        break;
+      }
+      const message = prepared.route.message(next.value.data);
+      if (message) stream.send(message);
+      if (stream.ended) break;
+    }
+  } catch (err) {
+    opts.logger.error({ err, requestId, route: `${prepared.route.method} ${prepared.route.path}` }, 'stream failed');
+    for (const message of framing.failure(`Unexpected error. Quote request ID ${requestId} when reporting it.`)) {
+      stream.send(message);
+    }
+  } finally {
+    stream.close();
+    iterator.return?.().catch(() => {});
+  }
+}
+
 /** Runs a prepared operation through the Yoga pipeline: auth, validation, masking, plugins. */
 async function run(
   yoga: ParleyYoga,
@@ -120,7 +219,7 @@ function hasBody(req: Request): boolean {
 }
 
 /** An Express router serving `routes` through `yoga`. */
-export function createRestRouter(opts: { yoga: ParleyYoga; routes: readonly RestRoute[]; logger: Logger }): Router {
+export function createRestRouter(opts: RestRouterOptions): Router {
   const router = express.Router();
   for (const route of opts.routes) {
     const prepared = prepare(route, opts.yoga);
@@ -162,16 +261,14 @@ export function createRestRouter(opts: { yoga: ParleyYoga; routes: readonly Rest
         }
         const restRequest = { params: params.value, query: query.value, body, headers: req.headers };
         const variables = route.variables(restRequest);
+        if (route.kind === 'stream') {
+          await runStream(opts, prepared as PreparedRoute & { route: StreamRoute }, req, res, variables, requestId);
+          return;
+        }
         const result = await run(opts.yoga, prepared, req, variables);
         const error = firstError(result);
         if (error) {
-          const http = (error.extensions?.http ?? {}) as { status?: number; headers?: Record<string, string> };
-          const status = http.status ?? 500;
-          sendError(res, status, String(error.extensions?.code ?? 'INTERNAL_ERROR'), error.message, {
-            details: error.extensions?.details as ErrorDetail[] | undefined,
-            headers: http.headers,
-            requestId,
-          });
+          sendGraphQLError(res, error, requestId);
           return;
         }
         if (route.status === 204 || !route.result) {

@@ -7,7 +7,7 @@ import type { ScratchDatabase } from '../../src/db/scratch';
 import { type Config, loadConfig } from '../../src/env';
 import { createLogger } from '../../src/lib/logger';
 import { type RunningServer, startServer } from '../../src/server';
-import { createServices } from '../../src/services';
+import { type CreateServicesOptions, createServices } from '../../src/services';
 import { createTestDatabase, lanes } from './lanes';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read JSON bodies of every shape; each assertion checks what it needs.
@@ -57,6 +57,8 @@ export interface StartTestAppOptions {
   env?: Record<string, string | undefined>;
   /** Share an existing database instead of creating one (it is then not dropped on close). */
   database?: ScratchDatabase;
+  /** Parts of the services container to replace (a recording TurnRecorder, extra step types). */
+  services?: Pick<CreateServicesOptions, 'turnRecorder' | 'extraStepTypes'>;
 }
 
 /** Starts a real Parley server on an ephemeral port over a fresh database of `provider`. */
@@ -74,7 +76,11 @@ export async function startTestApp(provider: Provider, opts: StartTestAppOptions
     ...opts.env,
     DATABASE_URL: database.url,
   });
-  const services = await createServices(config, { logger: createLogger(config.LOG_LEVEL), migrate: false });
+  const services = await createServices(config, {
+    logger: createLogger(config.LOG_LEVEL),
+    migrate: false,
+    ...opts.services,
+  });
   const running = await startServer(config, { services });
   const url = running.url;
 

@@ -2,6 +2,7 @@ import { lexicographicSortSchema } from 'graphql';
 import { builder } from '../builder';
 import './scalars';
 import './admin';
+import './runtime';
 import './transcripts';
 import './evaluations';
 

@@ -1,0 +1,107 @@
+import type { Logger } from '../lib/logger';
+import type { ApiCallRecord, FunctionCallRecord } from './steps/step-type';
+import type { OutputTrace } from './trace-format';
+import type { RuntimeAction } from './types';
+
+/**
+ * Everything a turn did, handed to the TurnRecorder once the turn is over: after the state commit
+ * on success, and also when the turn failed, timed out, hit the step limit or lost its client.
+ * Transcripts (a session's log) and usage events (interactions, users, intents, API and function
+ * calls, agent invocations) are both projections of it; docs/runtime.md "Turn records" lists what
+ * each field feeds.
+ */
+export interface TurnRecord {
+  /** A new ID per turn (24 hex characters). */
+  turnID: string;
+  projectID: string;
+  environmentID: string;
+  environmentAlias: string;
+  userID: string;
+  /** The conversation session: a transcript is keyed by (project, environment, sessionID). */
+  sessionID: string;
+  /** True on the session's first turn (a transcript is created then). */
+  sessionStarted: boolean;
+  /** The agent version that ran; null only when the turn failed before one was loaded. */
+  agent: { agentID: string; name: string; versionID: string; versionNumber: number } | null;
+  /** The request's action, as received. */
+  action: RuntimeAction;
+  /** `interactions.type` of DECISIONS.md §4: the action type, with button requests (`path-…`) as `button`. */
+  interactionType: string;
+  /** Variables the request merged in before the turn, if any. */
+  requestVariables: Record<string, unknown> | null;
+  /**
+   * Every trace of the turn in order, each with `time` (epoch ms): completion pieces merged into
+   * one `text` trace with `ai: true`; nothing filtered (block, flow, path and debug included).
+   */
+  traces: OutputTrace[];
+  /** Intents matched by NLU above the threshold, or given by an intent action. */
+  intents: { name: string; confidence: number; source: 'nlu' | 'request' }[];
+  apiCalls: ApiCallRecord[];
+  functionCalls: FunctionCallRecord[];
+  /**
+   * completed: the turn ran to a waiting step or the end, and its state was saved;
+   * failed: an error stopped it (state unchanged); timeout: the time limit stopped it (state
+   * unchanged); step-limit: the step limit stopped it (state unchanged).
+   */
+  outcome: 'completed' | 'failed' | 'timeout' | 'step-limit';
+  /** outcome === 'completed' (agent_usage.successCount). */
+  success: boolean;
+  error: string | null;
+  /** Whether the new state was committed. */
+  stateSaved: boolean;
+  /** Whether the conversation reached an end (end or handoff step), clearing the stack. */
+  conversationEnded: boolean;
+  /** The client went away before the turn finished; the turn still ran to its end. */
+  clientDisconnected: boolean;
+  stepsRun: number;
+  startedAt: Date;
+  finishedAt: Date;
+}
+
+export interface TurnRecorder {
+  /** Called once per turn. Errors are logged and never reach the client, which has its answer. */
+  record(turn: TurnRecord): Promise<void>;
+}
+
+/**
+ * The recorder until transcripts (issue 4) and usage events (issue 5) land: one structured log
+ * line per turn, which is what an operator can see of a turn today.
+ */
+export function createLoggingTurnRecorder(logger: Logger): TurnRecorder {
+  const log = logger.child({ component: 'runtime' });
+  return {
+    async record(turn) {
+      log.info(
+        {
+          turnID: turn.turnID,
+          projectID: turn.projectID,
+          environmentID: turn.environmentID,
+          sessionID: turn.sessionID,
+          agentID: turn.agent?.agentID ?? null,
+          interactionType: turn.interactionType,
+          outcome: turn.outcome,
+          traces: turn.traces.length,
+          intents: turn.intents.map((i) => i.name),
+          apiCalls: turn.apiCalls.length,
+          functionCalls: turn.functionCalls.length,
+          clientDisconnected: turn.clientDisconnected,
+          ms: turn.finishedAt.getTime() - turn.startedAt.getTime(),
+        },
+        'turn',
+      );
+    },
+  };
+}
+
+/** Hands each turn to several recorders (transcripts and usage), each failure isolated. */
+export function combineTurnRecorders(recorders: readonly TurnRecorder[], logger: Logger): TurnRecorder {
+  return {
+    async record(turn) {
+      const results = await Promise.allSettled(recorders.map((r) => r.record(turn)));
+      for (const result of results) {
+        if (result.status === 'rejected')
+          logger.error({ err: result.reason, turnID: turn.turnID }, 'turn recorder failed');
+      }
+    },
+  };
+}

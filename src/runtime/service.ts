@@ -1,0 +1,424 @@
+import { resolveEnvironment } from '../admin/service';
+import type { Db } from '../db/client';
+import { AppError } from '../lib/errors';
+import { newId } from '../lib/ids';
+import type { Logger } from '../lib/logger';
+import type { AppPubSub } from '../lib/pubsub';
+import { type AgentDeps, deployAgentVersion, type PublishResult, publishAgent, validateAgentProgram } from './agents';
+import { createEventQueue } from './event-queue';
+import { createExpressionEvaluator, type ExpressionEvaluator, toJsonValue } from './expressions';
+import { interpretTurn } from './interpreter';
+import { type CompiledProgram, compileProgram } from './program/compile';
+import type { AgentProgram } from './program/schema';
+import type { ProgramCheck } from './program/validate';
+import type { TurnRecord, TurnRecorder } from './recorder';
+import { type CodeSandbox, createCodeSandbox } from './sandbox/code-sandbox';
+import { createStateStore, type StateLease, type StateStore } from './state-store';
+import { createDefaultStepRegistry } from './steps';
+import type { StepRegistry } from './steps/registry';
+import type { AnyStepType, StepServices } from './steps/step-type';
+import { createTraceFormatter, type OutputTrace, type TraceProfile } from './trace-format';
+import { cloneState, emptyState, type RuntimeAction, type RuntimeState, type Trace } from './types';
+import type { RequestConfig } from './validation';
+
+/**
+ * The runtime of one Parley instance: publishing, turns and state. Built by `createRuntime` in
+ * the services container; the GraphQL resolvers are its only callers besides the CLI.
+ */
+
+export interface RuntimeLimits {
+  /** A turn's time limit (DECISIONS.md §6: 30 s by default). */
+  turnTimeoutMs: number;
+  /** Steps one turn may run before it is stopped as a loop. */
+  stepLimit: number;
+  /** How long a turn waits for another turn of the same user to finish. */
+  lockWaitMs: number;
+  maxApiTimeoutMs: number;
+  maxApiResponseBytes: number;
+  maxCodeTimeoutMs: number;
+  codeMemoryBytes: number;
+  sandboxWorkers: number;
+}
+
+export interface CreateRuntimeOptions {
+  db: Db;
+  pubsub: AppPubSub;
+  logger: Logger;
+  limits: RuntimeLimits;
+  recorder: TurnRecorder;
+  /** Step types beyond the built-in ones (AI steps; a test's own). */
+  extraStepTypes?: readonly AnyStepType[];
+  /** HTTP for API steps (default: global fetch). */
+  fetch?: typeof fetch;
+}
+
+export interface TurnRequest {
+  projectId: string;
+  /** Environment ID or alias. */
+  environment: string;
+  userId: string;
+  action: RuntimeAction;
+  variables?: Record<string, unknown> | null;
+  /** The client's session ID (beta stream); otherwise the stored one, or a new one on launch. */
+  sessionId?: string | null;
+  config?: RequestConfig | null;
+  profile: TraceProfile;
+  /** Send the user's state (after the turn) before `end`. */
+  includeState: boolean;
+}
+
+export type TurnEvent = { turnId: string } & (
+  | { event: 'trace'; trace: OutputTrace }
+  | { event: 'state'; state: RuntimeState }
+  | { event: 'end'; outcome: TurnRecord['outcome'] }
+);
+
+export interface TurnHandle {
+  turnId: string;
+  events: AsyncIterable<TurnEvent>;
+  /** Settles once the turn is saved and recorded, whether or not anyone reads `events`. */
+  done: Promise<TurnRecord>;
+}
+
+export interface StateRef {
+  projectId: string;
+  environment: string;
+  userId: string;
+}
+
+export interface Runtime {
+  readonly registry: StepRegistry;
+  readonly sandbox: CodeSandbox;
+  readonly states: StateStore;
+  validate(program: unknown): Promise<ProgramCheck>;
+  publish(input: { projectId: string; environment: string; program: unknown; actor: string }): Promise<PublishResult>;
+  deploy(input: {
+    projectId: string;
+    versionId: string;
+    environment: string;
+    actor: string;
+  }): Promise<{ environmentId: string; versionId: string }>;
+  /** Checks what can be refused with an ordinary error (environment, published agent), then starts the turn. */
+  startTurn(request: TurnRequest): Promise<TurnHandle>;
+  getState(ref: StateRef): Promise<RuntimeState>;
+  putState(ref: StateRef, state: RuntimeState): Promise<RuntimeState>;
+  patchVariables(ref: StateRef, variables: Record<string, unknown>): Promise<RuntimeState>;
+  deleteState(ref: StateRef): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Deepest conversation stack kept; older frames are dropped (a user who keeps triggering side flows). */
+const maxStackDepth = 32;
+const programCacheSize = 200;
+
+function interactionTypeOf(action: RuntimeAction): string {
+  return action.type.startsWith('path-') ? 'button' : action.type;
+}
+
+function normalizeState(state: RuntimeState): RuntimeState {
+  return {
+    stack: state.stack.map((f) => ({
+      diagramID: f.diagramID,
+      nodeID: f.nodeID,
+      variables: f.variables ?? {},
+      storage: f.storage ?? {},
+    })),
+    storage: state.storage ?? {},
+    variables: state.variables ?? {},
+  };
+}
+
+export function createRuntime(opts: CreateRuntimeOptions): Runtime {
+  const { db, logger, limits } = opts;
+  const log = logger.child({ component: 'runtime' });
+  const registry = createDefaultStepRegistry(opts.extraStepTypes);
+  const sandbox = createCodeSandbox({ workers: limits.sandboxWorkers, memoryLimitBytes: limits.codeMemoryBytes });
+  // A lease outlives any turn: the turn's own limit, plus time to save and record it.
+  const states = createStateStore(db, { leaseMs: limits.turnTimeoutMs + 60_000, waitMs: limits.lockWaitMs });
+  const evaluator: ExpressionEvaluator = createExpressionEvaluator();
+  const agentDeps: AgentDeps = { db, pubsub: opts.pubsub, registry, sandbox };
+  const stepServices: StepServices = {
+    fetch: opts.fetch ?? fetch,
+    sandbox,
+    maxApiResponseBytes: limits.maxApiResponseBytes,
+    maxApiTimeoutMs: limits.maxApiTimeoutMs,
+    maxCodeTimeoutMs: limits.maxCodeTimeoutMs,
+  };
+  const programs = new Map<string, CompiledProgram>();
+  const running = new Set<Promise<unknown>>();
+
+  /** The environment and the program it runs, in one query (plus one when the version is not cached). */
+  async function deployedProgram(projectId: string, idOrAlias: string) {
+    const environment = await db.prisma.environment.findFirst({
+      where: { projectId, OR: [{ id: idOrAlias }, { alias: idOrAlias }] },
+      select: { id: true, alias: true, agentDeployment: { select: { agentVersionId: true } } },
+    });
+    if (!environment) throw new AppError('NOT_FOUND', `The project has no environment "${idOrAlias}"`);
+    const deployment = environment.agentDeployment;
+    const alias = environment.alias;
+    if (!deployment) {
+      throw new AppError(
+        'NOT_FOUND',
+        `No agent is published to the environment "${alias}"; publish one first (parley agent publish, or the publishAgent mutation)`,
+      );
+    }
+    const cached = programs.get(deployment.agentVersionId);
+    if (cached) return { environment, program: cached };
+    const version = await db.prisma.agentVersion.findUniqueOrThrow({
+      where: { id: deployment.agentVersionId },
+      include: { agent: { select: { name: true } } },
+    });
+    const compiled = compileProgram(version.program as unknown as AgentProgram, registry, {
+      agentID: version.agentId,
+      agentName: version.agent.name,
+      versionID: version.id,
+      versionNumber: version.number,
+    });
+    if (programs.size >= programCacheSize) programs.delete(programs.keys().next().value as string);
+    programs.set(version.id, compiled);
+    return { environment, program: compiled };
+  }
+
+  async function runTurn(
+    turnId: string,
+    request: TurnRequest,
+    environment: { id: string; alias: string },
+    program: CompiledProgram,
+    queue: ReturnType<typeof createEventQueue<TurnEvent>>,
+  ): Promise<TurnRecord> {
+    const startedAt = new Date();
+    const recorded: OutputTrace[] = [];
+    const recordFormatter = createTraceFormatter('record');
+    const outputFormatter = createTraceFormatter(request.profile, {
+      excludeTypes: request.config?.excludeTypes ?? null,
+    });
+    const emit = (trace: Trace) => {
+      recorded.push(...recordFormatter.push(trace));
+      for (const out of outputFormatter.push(trace)) queue.push({ event: 'trace', trace: out, turnId });
+    };
+    const debug = (type: string, message: string) =>
+      emit({ type: 'debug', payload: { type, message: message.slice(0, 500) }, time: Date.now() });
+
+    const config = request.config ?? {};
+    const customActionStops =
+      config.stopAll !== undefined || config.stopTypes !== undefined
+        ? (name: string) => config.stopAll === true || (config.stopTypes ?? []).includes(name)
+        : () => true;
+
+    const record: TurnRecord = {
+      turnID: turnId,
+      projectID: request.projectId,
+      environmentID: environment.id,
+      environmentAlias: environment.alias,
+      userID: request.userId,
+      sessionID: request.sessionId ?? '',
+      sessionStarted: false,
+      agent: program.identity
+        ? {
+            agentID: program.identity.agentID,
+            name: program.identity.agentName,
+            versionID: program.identity.versionID,
+            versionNumber: program.identity.versionNumber,
+          }
+        : null,
+      action: request.action,
+      interactionType: interactionTypeOf(request.action),
+      requestVariables: request.variables ?? null,
+      traces: recorded,
+      intents: [],
+      apiCalls: [],
+      functionCalls: [],
+      outcome: 'failed',
+      success: false,
+      error: null,
+      stateSaved: false,
+      conversationEnded: false,
+      clientDisconnected: false,
+      stepsRun: 0,
+      startedAt,
+      finishedAt: startedAt,
+    };
+    let stateAfter: RuntimeState | null = null;
+
+    let lease: StateLease | null = null;
+    try {
+      lease = await states.acquire({
+        projectId: request.projectId,
+        environmentId: environment.id,
+        userId: request.userId,
+      });
+      const row = lease.row;
+      const working = row ? cloneState(row.state) : emptyState();
+      stateAfter = row ? row.state : null;
+      const sessionStarted = request.sessionId
+        ? request.sessionId !== row?.sessionId
+        : !row || request.action.type === 'launch';
+      const sessionId = request.sessionId ?? (sessionStarted || !row ? newId() : row.sessionId);
+      record.sessionID = sessionId;
+      record.sessionStarted = sessionStarted;
+      for (const [name, value] of Object.entries(request.variables ?? {})) working.variables[name] = toJsonValue(value);
+
+      const controller = new AbortController();
+      const deadline = Date.now() + limits.turnTimeoutMs;
+      const timer = setTimeout(() => controller.abort(), limits.turnTimeoutMs);
+      let result: Awaited<ReturnType<typeof interpretTurn>>;
+      try {
+        result = await interpretTurn({
+          program,
+          state: working,
+          action: request.action,
+          userID: request.userId,
+          newSession: sessionStarted,
+          stepLimit: limits.stepLimit,
+          maxStackDepth,
+          timeLimitMs: limits.turnTimeoutMs,
+          deadline,
+          signal: controller.signal,
+          services: stepServices,
+          evaluator,
+          emit,
+          customActionStops,
+        });
+      } finally {
+        clearTimeout(timer);
+      }
+      record.intents = result.intents;
+      record.apiCalls = result.apiCalls;
+      record.functionCalls = result.functionCalls;
+      record.stepsRun = result.stepsRun;
+      record.conversationEnded = result.conversationEnded;
+      record.outcome = result.status;
+
+      if (result.status === 'completed') {
+        const saved = await states.commit(lease, {
+          state: working,
+          sessionId,
+          agentVersionId: program.identity?.versionID ?? null,
+        });
+        lease = null;
+        if (saved) {
+          record.stateSaved = true;
+          stateAfter = working;
+        } else {
+          record.outcome = 'failed';
+          record.error = 'The turn ran past its lease and another write came first; it was not saved';
+          debug('error', record.error);
+        }
+      } else {
+        await states.release(lease);
+        lease = null;
+        const message = result.error?.message ?? 'The turn failed';
+        if (result.status === 'failed') {
+          log.error({ err: result.error, turnId, projectId: request.projectId }, 'a turn failed');
+          record.error = message;
+          debug('error', `The turn failed: ${message.slice(0, 300)}`);
+        } else {
+          record.error = message;
+          debug(result.status === 'timeout' ? 'timeout' : 'error', message);
+        }
+      }
+    } catch (err) {
+      const error = err as Error;
+      record.outcome = 'failed';
+      if (error instanceof AppError) {
+        record.error = error.message;
+        debug('error', error.message);
+      } else {
+        log.error({ err, turnId, projectId: request.projectId }, 'a turn failed unexpectedly');
+        record.error = error.message;
+        debug('error', `The turn failed unexpectedly; quote turn ${turnId} when reporting it`);
+      }
+      if (lease)
+        await states.release(lease).catch((e: unknown) => log.warn({ err: e, turnId }, 'could not free a lease'));
+    }
+
+    record.success = record.outcome === 'completed';
+    record.finishedAt = new Date();
+    record.clientDisconnected = queue.detached;
+    try {
+      await opts.recorder.record(record);
+    } catch (err) {
+      log.error({ err, turnId }, 'the turn recorder failed');
+    }
+    if (request.includeState) queue.push({ event: 'state', state: stateAfter ?? emptyState(), turnId });
+    queue.push({ event: 'end', turnId, outcome: record.outcome });
+    queue.close();
+    return record;
+  }
+
+  async function withState<T>(ref: StateRef, fn: (lease: StateLease, environmentId: string) => Promise<T>): Promise<T> {
+    const environment = await resolveEnvironment(db, ref.projectId, ref.environment);
+    return states.withLease({ projectId: ref.projectId, environmentId: environment.id, userId: ref.userId }, (lease) =>
+      fn(lease, environment.id),
+    );
+  }
+
+  async function currentVersionId(environmentId: string): Promise<string | null> {
+    const deployment = await db.prisma.agentDeployment.findUnique({ where: { environmentId } });
+    return deployment?.agentVersionId ?? null;
+  }
+
+  return {
+    registry,
+    sandbox,
+    states,
+    validate: (program) => validateAgentProgram(agentDeps, program),
+    publish: (input) => publishAgent(agentDeps, input),
+    deploy: (input) => deployAgentVersion(agentDeps, input),
+
+    async startTurn(request) {
+      const { environment, program } = await deployedProgram(request.projectId, request.environment);
+      const turnId = newId();
+      const queue = createEventQueue<TurnEvent>();
+      const done = runTurn(turnId, request, { id: environment.id, alias: environment.alias }, program, queue);
+      running.add(done);
+      done.finally(() => running.delete(done)).catch(() => {});
+      return { turnId, events: queue, done };
+    },
+
+    async getState(ref) {
+      const environment = await resolveEnvironment(db, ref.projectId, ref.environment);
+      const row = await states.read(environment.id, ref.userId);
+      if (!row) throw new AppError('NOT_FOUND', `No state for user "${ref.userId}" in this environment`);
+      return normalizeState(row.state);
+    },
+
+    putState(ref, state) {
+      return withState(ref, async (lease, environmentId) => {
+        const next = normalizeState(state);
+        const saved = await states.commit(lease, {
+          state: next,
+          sessionId: lease.row?.sessionId ?? newId(),
+          agentVersionId: await currentVersionId(environmentId),
+        });
+        if (!saved) throw new AppError('CONFLICT', 'The state changed while it was being written; try again');
+        return next;
+      });
+    },
+
+    patchVariables(ref, variables) {
+      return withState(ref, async (lease, environmentId) => {
+        const next = normalizeState(lease.row ? cloneState(lease.row.state) : emptyState());
+        for (const [name, value] of Object.entries(variables)) next.variables[name] = toJsonValue(value);
+        const saved = await states.commit(lease, {
+          state: next,
+          sessionId: lease.row?.sessionId ?? newId(),
+          agentVersionId: lease.row?.agentVersionId ?? (await currentVersionId(environmentId)),
+        });
+        if (!saved) throw new AppError('CONFLICT', 'The state changed while it was being written; try again');
+        return next;
+      });
+    },
+
+    async deleteState(ref) {
+      const removed = await withState(ref, (lease) => states.remove(lease));
+      if (!removed) throw new AppError('NOT_FOUND', `No state for user "${ref.userId}" in this environment`);
+    },
+
+    async close() {
+      // Turns in progress finish (and save) before the database closes.
+      await Promise.allSettled([...running]);
+      await sandbox.close();
+    },
+  };
+}

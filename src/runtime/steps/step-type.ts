@@ -1,0 +1,185 @@
+import type { z } from 'zod';
+import type { EntitySpec } from '../nlu/entities';
+import type { IntentMatch } from '../nlu/matcher';
+import type { CompiledProgram } from '../program/compile';
+import type { CodeSandbox } from '../sandbox/code-sandbox';
+import type { RuntimeAction } from '../types';
+
+/**
+ * The contract between the interpreter and a kind of step. A step type declares its fields (a zod
+ * schema, which becomes part of the program format and its JSON Schema), what it refers to (for
+ * program validation), and how it runs. The interpreter knows nothing about any particular step:
+ * adding a step type (the AI steps of a later issue) is registering one more of these.
+ */
+
+/** Fields every step has. */
+export interface StepBase {
+  /** Unique in the whole program. */
+  id: string;
+  type: string;
+  /** A readable name, used in usage records (API and function calls). */
+  name?: string;
+}
+
+/** A transition out of a step, for validation and reachability. */
+export interface StepExit {
+  /** Where in the step the transition is written, e.g. `next`, `buttons.1.next`. */
+  field: string;
+  /** A step ID in the same flow; absent means "the flow ends here". */
+  target: string | undefined;
+}
+
+/** What a step refers to, so a program can be checked before it is published. */
+export interface StepReferences {
+  /** Text with `{variable}` placeholders. */
+  templates?: { field: string; text: string }[];
+  /** JSON values whose strings are templates. */
+  jsonTemplates?: { field: string; value: unknown }[];
+  /** JSONata expressions over the variables. */
+  expressions?: { field: string; source: string }[];
+  /** Variables the step assigns. */
+  writes?: { field: string; name: string }[];
+  intents?: { field: string; name: string }[];
+  entities?: { field: string; name: string }[];
+  /** Flows (and optionally a step of that flow) the step jumps to. */
+  flows?: { field: string; flow: string; step?: string }[];
+}
+
+export interface StepProblem {
+  severity: 'error' | 'warning';
+  /** Relative to the step, e.g. `code`. */
+  field: string;
+  message: string;
+}
+
+/** What a step's own validation hook may look at. */
+export interface StepValidationContext {
+  program: CompiledProgram;
+  flowId: string;
+}
+
+/** The user's input at a waiting step, interpreted once per turn by the interpreter. */
+export interface UserInput {
+  action: RuntimeAction;
+  kind: 'launch' | 'text' | 'intent' | 'path' | 'event' | 'no-reply' | 'other';
+  /** The words: a text action's payload, an intent action's query, a button's label. */
+  utterance: string | null;
+  /** From an intent action, or from NLU when above the program's confidence threshold. */
+  intent: IntentMatch | null;
+  /** An event action's name. */
+  event: string | null;
+}
+
+/** How a step ends. */
+export type StepResult =
+  /** Continue at `target` in the same flow; undefined ends the flow. `path` is reported in a `path` trace. */
+  | { kind: 'next'; target: string | undefined; path?: string }
+  /** Stop the turn; the next action is given to this step's `resume`. */
+  | { kind: 'wait' }
+  /** Run another flow (from `step`, or its start); when it ends, continue at `returnTo` here. */
+  | { kind: 'call'; flow: string; step?: string; returnTo: string | undefined; path?: string }
+  /** End the conversation: the stack is cleared. */
+  | { kind: 'end' };
+
+export interface ApiCallRecord {
+  stepID: string;
+  flowID: string;
+  name: string;
+  method: string;
+  url: string;
+  status: number | null;
+  success: boolean;
+  durationMs: number;
+  error?: string;
+}
+
+export interface FunctionCallRecord {
+  stepID: string;
+  flowID: string;
+  name: string;
+  success: boolean;
+  durationMs: number;
+  error?: string;
+}
+
+/** Streams one model answer in pieces; the output format decides how pieces reach the client. */
+export interface CompletionStream {
+  /** Appends a piece of the answer. */
+  content(piece: string): void;
+  /** Ends the answer with its token counts. */
+  end(tokens?: { answer?: number; query?: number; total?: number }): void;
+}
+
+export interface VariableAccess {
+  get(name: string): unknown;
+  /** Stores a JSON copy of `value`. */
+  set(name: string, value: unknown): void;
+  /** The current variables (a read-only view). */
+  all(): Readonly<Record<string, unknown>>;
+}
+
+export interface StepServices {
+  /** HTTP for API steps (global fetch unless a test injects its own). */
+  fetch: typeof fetch;
+  sandbox: CodeSandbox;
+  /** Largest API response body read, in bytes. */
+  maxApiResponseBytes: number;
+  /** Longest time one API step may take, whatever it asks for. */
+  maxApiTimeoutMs: number;
+  /** Longest time one code step may run. */
+  maxCodeTimeoutMs: number;
+}
+
+export interface StepContext {
+  readonly program: CompiledProgram;
+  readonly flowId: string;
+  readonly userID: string;
+  /** Aborted when the turn's time limit is reached. */
+  readonly signal: AbortSignal;
+  /** When the turn's time limit is reached (epoch milliseconds). */
+  readonly deadline: number;
+  readonly services: StepServices;
+  /** Storage of the step's stack frame (kept between turns, cleared when the flow ends). */
+  readonly frameStorage: Record<string, unknown>;
+  readonly variables: VariableAccess;
+  now(): number;
+  random(): number;
+  /** Emits a trace now: it is written to the client before the step goes on. */
+  emit(type: string, payload: unknown, extra?: { paths?: { event: { type: string } }[]; defaultPath?: number }): void;
+  /** A `debug` trace (messages are cut to 500 characters). */
+  debug(message: string, type?: string): void;
+  /** Starts streaming a model answer (`completion` traces, formatted per stream). */
+  completion(opts?: { model?: string }): CompletionStream;
+  interpolate(template: string, encode?: (text: string, offset: number) => string): string;
+  interpolateJson(value: unknown): unknown;
+  /** Evaluates a JSONata expression against the variables (and extra `$bindings`). */
+  evaluate(source: string, input?: unknown, bindings?: Record<string, unknown>): Promise<unknown>;
+  /** The program's global trigger for this input, as a result that calls its flow and then returns here. */
+  globalTrigger(input: UserInput): StepResult | null;
+  /** Whether a custom action of this name stops the turn (non-stream `config.stopTypes`/`stopAll`). */
+  customActionStops(name: string): boolean;
+  resolveEntity(ref: string | EntitySpec): EntitySpec | null;
+  recordApiCall(call: Omit<ApiCallRecord, 'stepID' | 'flowID'>): void;
+  recordFunctionCall(call: Omit<FunctionCallRecord, 'stepID' | 'flowID'>): void;
+}
+
+export interface StepType<S extends StepBase = StepBase> {
+  type: S['type'];
+  /** One line for docs/runtime.md. */
+  description: string;
+  /** The step's fields, `id` and `type` included. */
+  schema: z.ZodType<S>;
+  exits(step: S): StepExit[];
+  references?(step: S): StepReferences;
+  validate?(step: S, ctx: StepValidationContext): StepProblem[];
+  run(step: S, ctx: StepContext): Promise<StepResult>;
+  /** For steps that wait: handles the user's next input. */
+  resume?(step: S, ctx: StepContext, input: UserInput): Promise<StepResult>;
+}
+
+/** A step type with its step shape erased, as the registry stores it. */
+export type AnyStepType = StepType<StepBase>;
+
+export function defineStepType<S extends StepBase>(definition: StepType<S>): AnyStepType {
+  return definition as unknown as AnyStepType;
+}
