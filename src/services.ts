@@ -6,10 +6,12 @@ import { createJobRunner, type JobRunner } from './jobs/runner';
 import { createLogger, type Logger } from './lib/logger';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
 import { createLlmProvider, type LlmProvider } from './llm';
-import { createLoggingTurnRecorder, type TurnRecorder } from './runtime/recorder';
+import { combineTurnRecorders, createLoggingTurnRecorder, type TurnRecorder } from './runtime/recorder';
 import { createRuntime, type Runtime } from './runtime/service';
 import type { AnyStepType } from './runtime/steps/step-type';
 import { registerTranscriptJobs, transcriptRecurringJobs } from './transcripts/jobs';
+import { retentionMsOf } from './transcripts/service';
+import { createTranscriptTurnRecorder } from './transcripts/turn-recorder';
 
 /**
  * The long-lived parts of one Parley instance, built once by `createServices` and handed to the
@@ -86,7 +88,16 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     db,
     pubsub,
     logger,
-    recorder: opts.turnRecorder ?? createLoggingTurnRecorder(logger),
+    // Each turn goes to its session's transcript (and a log line); usage events plug in here too.
+    recorder:
+      opts.turnRecorder ??
+      combineTurnRecorders(
+        [
+          createLoggingTurnRecorder(logger),
+          createTranscriptTurnRecorder({ db, pubsub, retentionMs: retentionMsOf(config) }),
+        ],
+        logger,
+      ),
     extraStepTypes: opts.extraStepTypes,
     limits: {
       turnTimeoutMs: config.RUNTIME_TURN_TIMEOUT_MS,

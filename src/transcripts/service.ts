@@ -23,6 +23,11 @@ export interface TranscriptDeps {
 
 export const EVALUATION_QUEUE = 'evaluation';
 
+/** TRANSCRIPT_UNREDACTED_RETENTION_DAYS in milliseconds. */
+export function retentionMsOf(config: { TRANSCRIPT_UNREDACTED_RETENTION_DAYS: number }): number {
+  return config.TRANSCRIPT_UNREDACTED_RETENTION_DAYS * 24 * 3600_000;
+}
+
 export interface EvaluationJobPayload {
   evaluationId: string;
   transcriptId: string;
@@ -135,7 +140,7 @@ export async function appendLogs(
   const originals: { logId: string; data: object; expiresAt: Date }[] = [];
   const expiresAt = new Date(now.getTime() + input.retentionMs);
   logs.forEach((log, index) => {
-    const id = newId();
+    const id = log.id ?? newId();
     const redacted = redactor.json(log.data ?? null);
     const traceType =
       log.type === 'trace' && log.data && typeof log.data === 'object'

@@ -159,7 +159,8 @@ export const logInputSchema = z
         });
     }
   });
-export type LogInput = { type: LogType; data: unknown; createdAt?: Date | null };
+/** A log to append. `id` lets the runtime use its turn ID for the action that starts a turn. */
+export type LogInput = { id?: string; type: LogType; data: unknown; createdAt?: Date | null };
 
 export const logsSchema = z.array(logInputSchema).max(1000, 'must have at most 1000 logs per request');
 

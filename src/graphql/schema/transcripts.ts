@@ -17,6 +17,7 @@ import {
   createTranscript,
   deleteTranscript,
   endTranscript,
+  retentionMsOf,
   setRedactionPatterns,
   type TranscriptDeps,
 } from '../../transcripts/service';
@@ -76,7 +77,7 @@ export async function requireOwned(ctx: Context, kind: OwnedKind, id: string, sc
 export const transcriptDeps = (ctx: Context): TranscriptDeps => ({
   db: ctx.services.db,
   pubsub: ctx.services.pubsub,
-  retentionMs: ctx.services.config.TRANSCRIPT_UNREDACTED_RETENTION_DAYS * 24 * 3600_000,
+  retentionMs: retentionMsOf(ctx.services.config),
 });
 
 // ── Logs (batched per request) ──────────────────────────────────────────────────────────────────
