@@ -326,6 +326,17 @@ async function runProvider(ctx: BenchContext, provider: Provider, rows: (string 
       `[${provider}] seeded ${transcripts.toLocaleString('en-US')} transcripts, ${(transcripts * LOGS_PER_TRANSCRIPT).toLocaleString('en-US')} logs in ${((performance.now() - seeded) / 1000).toFixed(1)} s`,
     );
     const agent = { authorization: server.project.apiKey, 'content-type': 'application/json' };
+    // The fixed cost of any REST request (HTTP, auth, adapter, GraphQL), with no database work.
+    const floor = await timeIt(
+      async () => {
+        const res = await fetch(`${server.url}/v1/whoami`, { headers: agent });
+        if (res.status !== 200) throw new Error(`whoami: ${res.status}`);
+        await res.arrayBuffer();
+      },
+      iterations,
+      WARMUP,
+    );
+    rows.push([`REST floor: GET /v1/whoami [${provider}]`, '-', floor.p50, floor.p95, '-', '-', '-']);
     for (const s of scenarios(d)) {
       const url = new URL(`${server.url}/v1/transcript/project/${d.projectId}`);
       for (const [k, v] of Object.entries(s.query)) url.searchParams.set(k, v);
