@@ -50,6 +50,13 @@ const configSchema = z.object({
   JOB_POLL_MS: z.coerce.number().int().min(10).default(1000),
   /** How long a worker owns a claimed job before another may take it over (renewed while it runs). */
   JOB_LEASE_MS: z.coerce.number().int().min(100).default(60_000),
+  // Transcripts and evaluations (docs/transcripts.md).
+  /** How long the unredacted original of a redacted transcript log is kept, in days. */
+  TRANSCRIPT_UNREDACTED_RETENTION_DAYS: z.coerce.number().min(0).max(3650).default(30),
+  /** How often the job that purges originals past their retention runs, in milliseconds. */
+  TRANSCRIPT_PURGE_INTERVAL_MS: z.coerce.number().int().min(1000).default(3_600_000),
+  /** Most evaluation jobs a project may have queued or running; the queue endpoint answers 429 beyond. */
+  EVALUATION_QUEUE_LIMIT: z.coerce.number().int().min(1).default(1000),
   /** On SIGTERM: how long in-flight requests may take before the process exits anyway. */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
 

@@ -7,9 +7,12 @@ import { createLogger, type Logger } from './lib/logger';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
 import { createLlmProvider, type LlmProvider } from './llm';
 import { combineTurnRecorders, createLoggingTurnRecorder, type TurnRecorder } from './runtime/recorder';
-import { createUsageTurnRecorder } from './runtime/usage-recorder';
 import { createRuntime, type Runtime } from './runtime/service';
 import type { AnyStepType } from './runtime/steps/step-type';
+import { createUsageTurnRecorder } from './runtime/usage-recorder';
+import { registerTranscriptJobs, transcriptRecurringJobs } from './transcripts/jobs';
+import { retentionMsOf } from './transcripts/service';
+import { createTranscriptTurnRecorder } from './transcripts/turn-recorder';
 
 /**
  * The long-lived parts of one Parley instance, built once by `createServices` and handed to the
@@ -66,6 +69,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     concurrency: config.JOB_CONCURRENCY,
     pollIntervalMs: config.JOB_POLL_MS,
     leaseMs: config.JOB_LEASE_MS,
+    recurring: [...transcriptRecurringJobs({ purgeEveryMs: config.TRANSCRIPT_PURGE_INTERVAL_MS })],
   });
   const llm = createLlmProvider(
     {
@@ -85,9 +89,17 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     db,
     pubsub,
     logger,
+    // Each turn goes to its session's transcript, to the usage analytics, and to a log line.
     recorder:
       opts.turnRecorder ??
-      combineTurnRecorders([createLoggingTurnRecorder(logger), createUsageTurnRecorder({ db, pubsub })], logger),
+      combineTurnRecorders(
+        [
+          createLoggingTurnRecorder(logger),
+          createTranscriptTurnRecorder({ db, pubsub, retentionMs: retentionMsOf(config) }),
+          createUsageTurnRecorder({ db, pubsub }),
+        ],
+        logger,
+      ),
     extraStepTypes: opts.extraStepTypes,
     limits: {
       turnTimeoutMs: config.RUNTIME_TURN_TIMEOUT_MS,
@@ -100,6 +112,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
       sandboxWorkers: config.RUNTIME_SANDBOX_WORKERS,
     },
   });
+  registerTranscriptJobs(jobs, { db, pubsub, llm, logger: logger.child({ component: 'evaluations' }) });
   return {
     config,
     logger,

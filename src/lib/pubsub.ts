@@ -28,6 +28,16 @@ export interface UsageCountersPayload {
   }[];
 }
 
+/** Something new in a transcript: logs appended, or an evaluation result stored (IDs only). */
+export interface TranscriptEventPayload {
+  transcriptId: string;
+  kind: 'logs' | 'result';
+  /** For `logs`: the new logs, in order. */
+  logIds?: string[];
+  /** For `result`: the evaluation whose result changed. */
+  evaluationId?: string;
+}
+
 /**
  * Every topic, with its routing ID and payload. Payloads are small JSON objects (IDs, not rows),
  * because with REDIS_URL set they travel between instances through Redis.
@@ -41,6 +51,8 @@ export type Topics = {
   jobEnqueued: [event: { queue: string }];
   /** Usage counters of one project as events are recorded (src/analytics/recorder.ts). */
   usageCounters: [projectId: string, update: UsageCountersPayload];
+  /** New logs and evaluation results of one transcript. */
+  transcriptEvent: [transcriptId: string, event: TranscriptEventPayload];
 };
 
 export type AppPubSub = PubSub<Topics>;

@@ -41,9 +41,9 @@ export interface OperationRoute {
   bodyOptional?: boolean;
   // biome-ignore lint/suspicious/noExplicitAny: each route's own schemas give these their types.
   variables: (req: RestRequest<any, any, any>) => Record<string, unknown>;
-  /** Maps the operation's data to the response body; absent for 204. */
+  /** Maps the operation's data (and, for options such as `encode`, the request) to the response body; absent for 204. */
   // biome-ignore lint/suspicious/noExplicitAny: the operation's data shape is the document's.
-  result?: (data: any) => unknown;
+  result?: (data: any, req: RestRequest<any, any, any>) => unknown;
   status: 200 | 201 | 204;
 }
 
@@ -259,12 +259,8 @@ export function createRestRouter(opts: RestRouterOptions): Router {
           }
           body = parsedBody.value;
         }
-        const variables = route.variables({
-          params: params.value,
-          query: query.value,
-          body,
-          headers: req.headers,
-        });
+        const restRequest = { params: params.value, query: query.value, body, headers: req.headers };
+        const variables = route.variables(restRequest);
         if (route.kind === 'stream') {
           await runStream(opts, prepared as PreparedRoute & { route: StreamRoute }, req, res, variables, requestId);
           return;
@@ -279,7 +275,7 @@ export function createRestRouter(opts: RestRouterOptions): Router {
           res.status(route.status).end();
           return;
         }
-        res.status(route.status).json(route.result(result.data));
+        res.status(route.status).json(route.result(result.data, restRequest));
       } catch (err) {
         opts.logger.error({ err, requestId, route: `${route.method} ${route.path}` }, 'REST route failed');
         sendError(res, 500, 'INTERNAL_ERROR', `Unexpected error. Quote request ID ${requestId} when reporting it.`, {

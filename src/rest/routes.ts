@@ -2,6 +2,13 @@ import { z } from 'zod';
 import { environmentAliasSchema, idSchema } from '../admin/validation';
 import { usageEventsBodySchema, usageQueryBodySchema } from '../analytics/validation';
 import {
+  createEvaluationBody,
+  estimateEvaluationsBody,
+  queueEvaluationsBody,
+  runEvaluationBody,
+  updateEvaluationBody,
+} from '../evaluations/validation';
+import {
   actionSchema,
   environmentRefSchema,
   requestConfigSchema,
@@ -10,8 +17,18 @@ import {
   stateSchema,
   userIdSchema,
 } from '../runtime/validation';
+import { encodeStrings } from '../transcripts/encode';
+import {
+  appendLogsBody,
+  createPropertyBody,
+  createTranscriptBody,
+  searchCriteriaSchema,
+  setPropertyValueBody,
+  setRedactionPatternsBody,
+  updatePropertyBody,
+} from '../transcripts/validation';
 import type { RestRequest, RestRoute } from './adapter';
-import { pathId, queryBool } from './params';
+import { pathId, queryBool, queryEnum, queryInt, queryStringList } from './params';
 import { runtimeBetaFraming, runtimeV2Framing } from './sse';
 
 /**
@@ -297,4 +314,406 @@ const usageRoutes: RestRoute[] = [
   },
 ];
 
-export const routes: readonly RestRoute[] = [...accountRoutes, ...usageRoutes, ...runtimeRoutes];
+// ── Transcripts ─────────────────────────────────────────────────────────────────────────────────
+// SPEC.md "Transcripts", "Transcript properties", "Transcript property values", "Transcript
+// evaluations", with DECISIONS.md §5 and Parley's additions (ingestion, the evaluation operations,
+// redaction patterns).
+
+/** Request bodies hold dates as zod parsed them; GraphQL variables want the JSON text back. */
+function asVariables<T>(value: T): T {
+  if (value instanceof Date) return value.toISOString() as T;
+  if (Array.isArray(value)) return value.map((v) => asVariables(v)) as T;
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = asVariables(v);
+    return out as T;
+  }
+  return value;
+}
+
+const propertyItemFields = 'id name type default value metadata createdAt updatedAt';
+const evaluationItemFields =
+  'id name description default type value reason cost status error minimumValue maximumValue createdAt updatedAt';
+const searchItemFields = `id sessionID projectID environmentID userID createdAt updatedAt expiresAt endedAt recordingURL
+  properties { ${propertyItemFields} } evaluations { ${evaluationItemFields} }`;
+const propertyFields = 'id projectID name type default createdAt updatedAt';
+const valueFields = 'propertyID transcriptID value metadata createdAt updatedAt';
+const evaluationFields = `id projectID name description default enabled averageCost prompt settings type
+  truePrompt falsePrompt minimumValue minimumPrompt maximumValue maximumPrompt createdAt updatedAt`;
+
+interface EvaluationItem {
+  type: string;
+  minimumValue?: number | null;
+  maximumValue?: number | null;
+  [key: string]: unknown;
+}
+
+/** minimumValue and maximumValue belong to number evaluations only (the original service's shape). */
+function evaluationItem(item: EvaluationItem) {
+  if (item.type === 'number') return item;
+  const { minimumValue: _min, maximumValue: _max, ...rest } = item;
+  return rest;
+}
+
+const typeFields: Record<string, string[]> = {
+  boolean: ['truePrompt', 'falsePrompt'],
+  number: ['minimumValue', 'minimumPrompt', 'maximumValue', 'maximumPrompt'],
+  string: [],
+};
+const allTypeFields = Object.values(typeFields).flat();
+
+/** An evaluation record with the fields of its own type only. */
+function evaluationRecord(e: Record<string, unknown> & { type: string }) {
+  const own = new Set(typeFields[e.type] ?? []);
+  return Object.fromEntries(Object.entries(e).filter(([k]) => !allTypeFields.includes(k) || own.has(k)));
+}
+
+function searchItem(t: { evaluations: EvaluationItem[] } & Record<string, unknown>) {
+  return { ...t, evaluations: t.evaluations.map(evaluationItem) };
+}
+
+const maybeEncode = <T>(value: T, encode: boolean): T => (encode ? encodeStrings(value) : value);
+
+const transcriptRoutes: RestRoute[] = [
+  {
+    method: 'POST',
+    path: '/v1/transcript/project/:projectID',
+    summary:
+      'Search the transcripts of a project. Query: take (1-100, default 25), skip (>= 0), order (ASC|DESC, default DESC), encode. Body: optional search criteria.',
+    operation: `query SearchTranscripts($projectID: ID!, $criteria: TranscriptSearchCriteria, $first: Int, $skip: Int, $order: SortOrder) {
+      transcripts(projectID: $projectID, criteria: $criteria, first: $first, skip: $skip, order: $order) {
+        edges { node { ${searchItemFields} } }
+      }
+    }`,
+    params: z.object({ projectID: pathId('project') }),
+    query: z.object({
+      take: queryInt({ min: 1, max: 100, default: 25 }),
+      skip: queryInt({ min: 0, default: 0 }),
+      order: queryEnum(['ASC', 'DESC'], 'DESC'),
+      encode: queryBool(false),
+    }),
+    body: searchCriteriaSchema,
+    bodyOptional: true,
+    variables: ({ params, query, body }) => ({
+      projectID: params.projectID,
+      criteria: asVariables(body),
+      first: query.take,
+      skip: query.skip,
+      order: query.order,
+    }),
+    result: (data, req) => ({
+      transcripts: maybeEncode(
+        data.transcripts.edges.map((e: { node: Parameters<typeof searchItem>[0] }) => searchItem(e.node)),
+        req.query.encode,
+      ),
+    }),
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/v1/transcript/:transcriptID',
+    summary:
+      'A transcript with its history, logs, properties and evaluation results. Query: unredacted, filterConversation, customTraceTypes, encode.',
+    operation: `query GetTranscript($id: ID!, $unredacted: Boolean, $filterConversation: Boolean, $customTraceTypes: [String!]) {
+      transcript(id: $id) {
+        ${searchItemFields}
+        history { id createdAt }
+        logs(unredacted: $unredacted, filterConversation: $filterConversation, customTraceTypes: $customTraceTypes) {
+          type data createdAt updatedAt
+        }
+      }
+    }`,
+    params: z.object({ transcriptID: pathId('transcript') }),
+    query: z.object({
+      unredacted: queryBool(false),
+      filterConversation: queryBool(false),
+      customTraceTypes: queryStringList(),
+      encode: queryBool(false),
+    }),
+    variables: ({ params, query }) => ({
+      id: params.transcriptID,
+      unredacted: query.unredacted,
+      filterConversation: query.filterConversation,
+      customTraceTypes: query.customTraceTypes,
+    }),
+    result: (data, req) => ({ transcript: maybeEncode(searchItem(data.transcript), req.query.encode) }),
+    status: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/transcript/:transcriptID',
+    summary: 'Delete a transcript with its logs, property values and evaluation results.',
+    operation: 'mutation DeleteTranscript($id: ID!) { deleteTranscript(id: $id) }',
+    params: z.object({ transcriptID: pathId('transcript') }),
+    variables: ({ params }) => ({ id: params.transcriptID }),
+    status: 204,
+  },
+  {
+    method: 'POST',
+    path: '/v1/transcript/:transcriptID/project/:projectID/end',
+    summary:
+      'Mark a transcript ended and queue its enabled evaluations (again: no-op). Answers {transcriptID, endedAt, evaluationsQueued}.',
+    operation: `mutation EndTranscript($projectID: ID!, $transcriptID: ID!) {
+      endTranscript(projectID: $projectID, transcriptID: $transcriptID) { transcriptID endedAt evaluationsQueued }
+    }`,
+    params: z.object({ transcriptID: pathId('transcript'), projectID: pathId('project') }),
+    variables: ({ params }) => ({ projectID: params.projectID, transcriptID: params.transcriptID }),
+    result: (data) => data.endTranscript,
+    status: 200,
+  },
+  {
+    method: 'POST',
+    path: '/v1/transcript',
+    summary:
+      'Ingest a transcript of any runtime: {projectID, sessionID, userID?, environment?, logs?} (Parley addition).',
+    operation: `mutation CreateTranscript($input: CreateTranscriptInput!) {
+      createTranscript(input: $input) { ${searchItemFields} }
+    }`,
+    body: createTranscriptBody,
+    variables: ({ body }) => ({ input: asVariables(body) }),
+    result: (data) => ({ transcript: searchItem(data.createTranscript) }),
+    status: 201,
+  },
+  {
+    method: 'POST',
+    path: '/v1/transcript/:transcriptID/logs',
+    summary: 'Append logs to a transcript: {logs: [{type, data, createdAt?}]} (Parley addition).',
+    operation: `mutation AppendTranscriptLogs($transcriptID: ID!, $logs: [TranscriptLogInput!]!) {
+      appendTranscriptLogs(transcriptID: $transcriptID, logs: $logs) { transcriptID }
+    }`,
+    params: z.object({ transcriptID: pathId('transcript') }),
+    body: appendLogsBody,
+    variables: ({ params, body }) => ({ transcriptID: params.transcriptID, logs: asVariables(body.logs) }),
+    status: 204,
+  },
+
+  // Properties
+  {
+    method: 'GET',
+    path: '/v1/transcript-property/project/:projectID',
+    summary: 'The transcript properties of a project.',
+    operation: `query TranscriptProperties($projectID: ID!) { transcriptProperties(projectID: $projectID) { ${propertyFields} } }`,
+    params: z.object({ projectID: pathId('project') }),
+    variables: ({ params }) => ({ projectID: params.projectID }),
+    result: (data) => ({ properties: data.transcriptProperties }),
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/v1/transcript-property/:propertyID',
+    summary: 'A transcript property.',
+    operation: `query TranscriptProperty($id: ID!) { transcriptProperty(id: $id) { ${propertyFields} } }`,
+    params: z.object({ propertyID: pathId('property') }),
+    variables: ({ params }) => ({ id: params.propertyID }),
+    result: (data) => ({ property: data.transcriptProperty }),
+    status: 200,
+  },
+  {
+    method: 'POST',
+    path: '/v1/transcript-property',
+    summary: 'Create a transcript property: {projectID, name, type (string|number|boolean)}.',
+    operation: `mutation CreateTranscriptProperty($input: CreateTranscriptPropertyInput!) {
+      createTranscriptProperty(input: $input) { ${propertyFields} }
+    }`,
+    body: createPropertyBody,
+    variables: ({ body }) => ({ input: body }),
+    result: (data) => ({ property: data.createTranscriptProperty }),
+    status: 201,
+  },
+  {
+    method: 'PATCH',
+    path: '/v1/transcript-property/:propertyID',
+    summary: 'Rename or retype a property ({name?, type?}); 409 while values would not parse as the new type.',
+    operation: `mutation UpdateTranscriptProperty($id: ID!, $input: UpdateTranscriptPropertyInput!) {
+      updateTranscriptProperty(id: $id, input: $input) { id }
+    }`,
+    params: z.object({ propertyID: pathId('property') }),
+    body: updatePropertyBody,
+    variables: ({ params, body }) => ({ id: params.propertyID, input: body }),
+    status: 204,
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/transcript-property/:propertyID',
+    summary: 'Delete a property and its values on every transcript.',
+    operation: 'mutation DeleteTranscriptProperty($id: ID!) { deleteTranscriptProperty(id: $id) }',
+    params: z.object({ propertyID: pathId('property') }),
+    variables: ({ params }) => ({ id: params.propertyID }),
+    status: 204,
+  },
+
+  // Property values
+  {
+    method: 'POST',
+    path: '/v1/transcript-property-value',
+    summary: "Set (replace) a property's value on a transcript: {propertyID, transcriptID, value, metadata?}.",
+    operation: `mutation SetTranscriptPropertyValue($input: SetTranscriptPropertyValueInput!) {
+      setTranscriptPropertyValue(input: $input) { ${valueFields} }
+    }`,
+    body: setPropertyValueBody,
+    variables: ({ body }) => ({ input: body }),
+    result: (data) => ({ propertyValue: data.setTranscriptPropertyValue }),
+    status: 201,
+  },
+  {
+    method: 'GET',
+    path: '/v1/transcript-property-value/transcript/:transcriptID',
+    summary: 'The property values of a transcript.',
+    operation: `query TranscriptPropertyValues($transcriptID: ID!) {
+      transcriptPropertyValues(transcriptID: $transcriptID) { ${valueFields} }
+    }`,
+    params: z.object({ transcriptID: pathId('transcript') }),
+    variables: ({ params }) => ({ transcriptID: params.transcriptID }),
+    result: (data) => ({ propertyValues: data.transcriptPropertyValues }),
+    status: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/transcript-property-value/transcript/:transcriptID/property/:propertyID',
+    summary: 'Remove the value of a property from a transcript.',
+    operation: `mutation DeleteTranscriptPropertyValue($transcriptID: ID!, $propertyID: ID!) {
+      deleteTranscriptPropertyValue(transcriptID: $transcriptID, propertyID: $propertyID)
+    }`,
+    params: z.object({ transcriptID: pathId('transcript'), propertyID: pathId('property') }),
+    variables: ({ params }) => ({ transcriptID: params.transcriptID, propertyID: params.propertyID }),
+    status: 204,
+  },
+
+  // Evaluations
+  {
+    method: 'POST',
+    path: '/v1/transcript-evaluation',
+    summary:
+      'Create an evaluation (admin scope): {projectID, name, description?, enabled?, type, prompt, settings?, ...type fields}.',
+    operation: `mutation CreateTranscriptEvaluation($input: CreateTranscriptEvaluationInput!) {
+      createTranscriptEvaluation(input: $input) { ${evaluationFields} }
+    }`,
+    body: createEvaluationBody,
+    variables: ({ body }) => ({ input: body }),
+    result: (data) => ({ evaluation: evaluationRecord(data.createTranscriptEvaluation) }),
+    status: 201,
+  },
+  {
+    method: 'PATCH',
+    path: '/v1/transcript-evaluation/:evaluationID',
+    summary: 'Update an evaluation (admin scope): anything but projectID, type and the numeric range.',
+    operation: `mutation UpdateTranscriptEvaluation($id: ID!, $input: UpdateTranscriptEvaluationInput!) {
+      updateTranscriptEvaluation(id: $id, input: $input) { id }
+    }`,
+    params: z.object({ evaluationID: pathId('evaluation') }),
+    body: updateEvaluationBody,
+    variables: ({ params, body }) => ({ id: params.evaluationID, input: body }),
+    status: 204,
+  },
+  {
+    method: 'GET',
+    path: '/v1/transcript-evaluation/project/:projectID',
+    summary: 'The evaluations of a project (Parley addition per DECISIONS.md §5).',
+    operation: `query TranscriptEvaluations($projectID: ID!) { transcriptEvaluations(projectID: $projectID) { ${evaluationFields} } }`,
+    params: z.object({ projectID: pathId('project') }),
+    variables: ({ params }) => ({ projectID: params.projectID }),
+    result: (data) => ({ evaluations: data.transcriptEvaluations.map(evaluationRecord) }),
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/v1/transcript-evaluation/:evaluationID',
+    summary: 'An evaluation.',
+    operation: `query TranscriptEvaluation($id: ID!) { transcriptEvaluation(id: $id) { ${evaluationFields} } }`,
+    params: z.object({ evaluationID: pathId('evaluation') }),
+    variables: ({ params }) => ({ id: params.evaluationID }),
+    result: (data) => ({ evaluation: evaluationRecord(data.transcriptEvaluation) }),
+    status: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/transcript-evaluation/:evaluationID',
+    summary: 'Delete an evaluation and its results (admin scope).',
+    operation: 'mutation DeleteTranscriptEvaluation($id: ID!) { deleteTranscriptEvaluation(id: $id) }',
+    params: z.object({ evaluationID: pathId('evaluation') }),
+    variables: ({ params }) => ({ id: params.evaluationID }),
+    status: 204,
+  },
+  {
+    method: 'POST',
+    path: '/v1/transcript-evaluation/queue',
+    summary:
+      "Queue evaluation runs: {projectID, evaluationIDs (1-10), transcriptIDs (1-100)}; 429 with Retry-After when the project's queue is full.",
+    operation: `mutation QueueTranscriptEvaluations($input: QueueTranscriptEvaluationsInput!) {
+      queueTranscriptEvaluations(input: $input) { transcriptCount evaluationCount warning }
+    }`,
+    body: queueEvaluationsBody,
+    variables: ({ body }) => ({ input: body }),
+    result: (data) => {
+      const { warning, ...counts } = data.queueTranscriptEvaluations;
+      return warning ? { ...counts, warning } : counts;
+    },
+    status: 201,
+  },
+  {
+    method: 'POST',
+    path: '/v1/transcript-evaluation/estimate',
+    summary:
+      "Estimated cost of evaluations on the transcripts matching search criteria, from each evaluation's average cost.",
+    operation: `query EstimateTranscriptEvaluations($input: EstimateTranscriptEvaluationsInput!) {
+      transcriptEvaluationEstimate(input: $input) { totalCost transcriptCount evaluations { id cost } }
+    }`,
+    body: estimateEvaluationsBody,
+    variables: ({ body }) => {
+      const { projectID, evaluationIDs, ...criteria } = body;
+      return { input: { projectID, evaluationIDs, criteria: asVariables(criteria) } };
+    },
+    result: (data) => {
+      const e = data.transcriptEvaluationEstimate;
+      return { totalCost: e.totalCost, breakdown: { transcriptCount: e.transcriptCount, evaluations: e.evaluations } };
+    },
+    status: 200,
+  },
+  {
+    method: 'POST',
+    path: '/v1/transcript-evaluation/:evaluationID/transcript/:transcriptID',
+    summary: 'Run an evaluation on a transcript now: {projectID} → {result}.',
+    operation: `mutation RunTranscriptEvaluation($projectID: ID!, $evaluationID: ID!, $transcriptID: ID!) {
+      runTranscriptEvaluation(projectID: $projectID, evaluationID: $evaluationID, transcriptID: $transcriptID) {
+        transcriptID evaluationID value reason cost status error
+      }
+    }`,
+    params: z.object({ evaluationID: pathId('evaluation'), transcriptID: pathId('transcript') }),
+    body: runEvaluationBody,
+    variables: ({ params, body }) => ({
+      projectID: body.projectID,
+      evaluationID: params.evaluationID,
+      transcriptID: params.transcriptID,
+    }),
+    result: (data) => ({ result: data.runTranscriptEvaluation }),
+    status: 201,
+  },
+
+  // Redaction patterns
+  {
+    method: 'GET',
+    path: '/v1/transcript-redaction/project/:projectID',
+    summary: "A project's own redaction patterns (Parley addition).",
+    operation:
+      'query TranscriptRedactionPatterns($projectID: ID!) { transcriptRedactionPatterns(projectID: $projectID) }',
+    params: z.object({ projectID: pathId('project') }),
+    variables: ({ params }) => ({ projectID: params.projectID }),
+    result: (data) => ({ patterns: data.transcriptRedactionPatterns }),
+    status: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/v1/transcript-redaction/project/:projectID',
+    summary: "Replace a project's redaction patterns: {patterns: [RE2 pattern]} (admin scope; Parley addition).",
+    operation: `mutation SetTranscriptRedactionPatterns($projectID: ID!, $patterns: [String!]!) {
+      setTranscriptRedactionPatterns(projectID: $projectID, patterns: $patterns)
+    }`,
+    params: z.object({ projectID: pathId('project') }),
+    body: setRedactionPatternsBody,
+    variables: ({ params, body }) => ({ projectID: params.projectID, patterns: body.patterns }),
+    result: (data) => ({ patterns: data.setTranscriptRedactionPatterns }),
+    status: 200,
+  },
+];
+
+export const routes: readonly RestRoute[] = [...accountRoutes, ...usageRoutes, ...runtimeRoutes, ...transcriptRoutes];

@@ -4,6 +4,8 @@ import './scalars';
 import './admin';
 import './runtime';
 import './usage';
+import './transcripts';
+import './evaluations';
 
 /** The whole schema: one file per area registers its types and root fields on the builder. */
 export const schema = lexicographicSortSchema(builder.toSchema());

@@ -1,0 +1,91 @@
+import { z } from 'zod';
+import { idSchema, nameSchema, searchCriteriaSchema } from '../transcripts/validation';
+
+/**
+ * Evaluation definitions (DECISIONS.md §5), shared by the REST bodies and the GraphQL inputs.
+ * A create body is a union on `type`: each type takes its own extra fields and no others.
+ */
+
+export const evaluationTypes = ['boolean', 'number', 'string'] as const;
+export type EvaluationType = (typeof evaluationTypes)[number];
+
+const promptText = z.string().trim().min(1, 'must not be empty').max(10_000, 'must be at most 10000 characters');
+const shortPrompt = z.string().trim().min(1, 'must not be empty').max(2000, 'must be at most 2000 characters');
+const description = z.string().max(1000, 'must be at most 1000 characters').nullish();
+
+export const evaluationSettingsSchema = z.strictObject({
+  model: z.string().min(1, 'must not be empty').max(200, 'must be at most 200 characters').nullish(),
+  temperature: z.number().min(0).max(2).nullish(),
+  maxTokens: z.number().int('must be an integer').min(1).max(4000).nullish(),
+});
+export type EvaluationSettings = z.output<typeof evaluationSettingsSchema>;
+
+const rangeValue = z.number().int('must be an integer').min(-1_000_000_000).max(1_000_000_000);
+
+const common = {
+  projectID: idSchema,
+  name: nameSchema,
+  description,
+  /** Default true: a new evaluation runs when transcripts end. */
+  enabled: z.boolean().nullish(),
+  prompt: promptText,
+  settings: evaluationSettingsSchema.nullish(),
+};
+
+export const createEvaluationBody = z
+  .discriminatedUnion(
+    'type',
+    [
+      z.strictObject({ ...common, type: z.literal('boolean'), truePrompt: shortPrompt, falsePrompt: shortPrompt }),
+      z.strictObject({
+        ...common,
+        type: z.literal('number'),
+        minimumValue: rangeValue,
+        minimumPrompt: shortPrompt,
+        maximumValue: rangeValue,
+        maximumPrompt: shortPrompt,
+      }),
+      z.strictObject({ ...common, type: z.literal('string') }),
+    ],
+    { error: 'must be one of: "boolean", "number", "string"' },
+  )
+  .superRefine((input, ctx) => {
+    if (input.type === 'number' && input.minimumValue >= input.maximumValue) {
+      ctx.addIssue({ code: 'custom', path: ['maximumValue'], message: 'must be greater than minimumValue' });
+    }
+  });
+export type CreateEvaluationInput = z.output<typeof createEvaluationBody>;
+
+/** PATCH: everything but projectID, type and the numeric range may change. */
+export const updateEvaluationBody = z.strictObject({
+  name: nameSchema.optional(),
+  description,
+  enabled: z.boolean().optional(),
+  prompt: promptText.optional(),
+  settings: evaluationSettingsSchema.nullish(),
+  truePrompt: shortPrompt.optional(),
+  falsePrompt: shortPrompt.optional(),
+  minimumPrompt: shortPrompt.optional(),
+  maximumPrompt: shortPrompt.optional(),
+});
+export type UpdateEvaluationInput = z.output<typeof updateEvaluationBody>;
+
+export const runEvaluationBody = z.strictObject({ projectID: idSchema });
+
+export const queueEvaluationsBody = z.strictObject({
+  projectID: idSchema,
+  evaluationIDs: z.array(idSchema).min(1).max(10),
+  transcriptIDs: z.array(idSchema).min(1).max(100),
+});
+
+export const estimateEvaluationsBody = searchCriteriaSchema.extend({
+  projectID: idSchema,
+  evaluationIDs: z.array(idSchema).min(1).max(10),
+});
+
+/** The GraphQL form of the estimate: the search criteria nested under `criteria`. */
+export const estimateEvaluationsInput = z.strictObject({
+  projectID: idSchema,
+  evaluationIDs: z.array(idSchema).min(1).max(10),
+  criteria: searchCriteriaSchema.nullish(),
+});

@@ -1,0 +1,425 @@
+import { publishUsageCounters, type RecordedUsage, writeUsageEvents } from '../analytics/recorder';
+import type { Db } from '../db/client';
+import { enqueueJob, notifyEnqueued } from '../jobs/queue';
+import { conflict, notFound } from '../lib/errors';
+import { isId, newId } from '../lib/ids';
+import type { AppPubSub } from '../lib/pubsub';
+import { isUniqueViolation, type PrismaTx } from './db';
+import { compileRedactionPatterns, createRedactor, type Redactor } from './redaction';
+import type { LogInput } from './validation';
+
+/**
+ * Transcripts as a domain: created by the runtime on a session's first turn or by ingestion, logs
+ * appended in order (redacted, originals kept for the retention period), ended once. Functions that
+ * take a `PrismaTx` work inside the caller's transaction; publish with `publishTranscriptLogs` after
+ * the commit. See docs/transcripts.md.
+ */
+
+export interface TranscriptDeps {
+  db: Db;
+  pubsub: AppPubSub;
+  /** How long the unredacted original of a redacted log is kept, in milliseconds. */
+  retentionMs: number;
+}
+
+export const EVALUATION_QUEUE = 'evaluation';
+
+/** TRANSCRIPT_UNREDACTED_RETENTION_DAYS in milliseconds. */
+export function retentionMsOf(config: { TRANSCRIPT_UNREDACTED_RETENTION_DAYS: number }): number {
+  return config.TRANSCRIPT_UNREDACTED_RETENTION_DAYS * 24 * 3600_000;
+}
+
+export interface EvaluationJobPayload {
+  evaluationId: string;
+  transcriptId: string;
+  /** The run this job computes; a newer run of the same pair makes it a no-op. */
+  runId: string;
+  [key: string]: unknown;
+}
+
+/** The environment named by ID or alias (default `development`) of a project, or 404. */
+export async function resolveEnvironment(tx: PrismaTx, projectId: string, ref?: string | null): Promise<string> {
+  const wanted = ref ?? 'development';
+  const env = await tx.environment.findFirst({
+    where: isId(wanted) ? { projectId, id: wanted } : { projectId, alias: wanted },
+    select: { id: true },
+  });
+  if (!env) throw notFound('Environment', wanted);
+  return env.id;
+}
+
+export interface SessionKey {
+  projectId: string;
+  environmentId: string;
+  sessionId: string;
+  userId?: string | null;
+}
+
+/**
+ * The transcript of a session, created on first use. An `INSERT … ON CONFLICT DO NOTHING` on the
+ * session's unique key, then a read: concurrent first turns of a session share one transcript, and
+ * a lost race never raises a unique violation (which on PostgreSQL would abort the caller's
+ * transaction). Prisma's `upsert` does not guarantee that: it may read, then insert.
+ */
+export async function findOrCreateSessionTranscript(
+  tx: PrismaTx,
+  key: SessionKey,
+): Promise<{ id: string; created: boolean }> {
+  const id = newId();
+  // Dates bound as parameters are stored exactly as Prisma stores them (ISO text on SQLite).
+  const now = new Date();
+  const inserted = await tx.$executeRaw`
+    INSERT INTO "Transcript" ("id", "projectId", "environmentId", "sessionId", "userId", "logCount", "createdAt", "updatedAt")
+    VALUES (${id}, ${key.projectId}, ${key.environmentId}, ${key.sessionId}, ${key.userId ?? null}, 0, ${now}, ${now})
+    ON CONFLICT ("projectId", "environmentId", "sessionId") DO NOTHING`;
+  if (inserted === 1) return { id, created: true };
+  const row = await tx.transcript.findUniqueOrThrow({
+    where: {
+      projectId_environmentId_sessionId: {
+        projectId: key.projectId,
+        environmentId: key.environmentId,
+        sessionId: key.sessionId,
+      },
+    },
+    select: { id: true },
+  });
+  return { id: row.id, created: false };
+}
+
+/** The project's redactor: built-in detectors plus its own patterns. */
+export async function loadRedactor(tx: PrismaTx, projectId: string): Promise<Redactor> {
+  const rows = await tx.transcriptRedactionPattern.findMany({
+    where: { projectId },
+    orderBy: { createdAt: 'asc' },
+    select: { pattern: true },
+  });
+  return createRedactor(compileRedactionPatterns(rows.map((r) => r.pattern)));
+}
+
+export interface AppendedLogs {
+  transcriptId: string;
+  /** IDs of the new logs, in order. */
+  logIds: string[];
+}
+
+/**
+ * Appends logs to a transcript, in order after the ones it has. Their data is stored redacted; the
+ * original of a log that redaction changed is kept until now + retention. Bumps `updatedAt`.
+ */
+export async function appendLogs(
+  tx: PrismaTx,
+  input: {
+    transcriptId: string;
+    projectId: string;
+    logs: readonly LogInput[];
+    retentionMs: number;
+    redactor?: Redactor;
+    now?: Date;
+  },
+): Promise<AppendedLogs> {
+  const { transcriptId, logs } = input;
+  if (logs.length === 0) return { transcriptId, logIds: [] };
+  const now = input.now ?? new Date();
+  const redactor = input.redactor ?? (await loadRedactor(tx, input.projectId));
+  // Reserve positions [logCount - n, logCount) atomically: concurrent appends get disjoint ranges.
+  const { logCount } = await tx.transcript.update({
+    where: { id: transcriptId },
+    data: { logCount: { increment: logs.length }, updatedAt: now },
+    select: { logCount: true },
+  });
+  const first = logCount - logs.length;
+  const rows: {
+    id: string;
+    transcriptId: string;
+    seq: number;
+    type: string;
+    traceType: string | null;
+    data: object;
+    createdAt: Date;
+    updatedAt: Date;
+  }[] = [];
+  const originals: { logId: string; data: object; expiresAt: Date }[] = [];
+  const expiresAt = new Date(now.getTime() + input.retentionMs);
+  logs.forEach((log, index) => {
+    const id = log.id ?? newId();
+    const redacted = redactor.json(log.data ?? null);
+    const traceType =
+      log.type === 'trace' && log.data && typeof log.data === 'object'
+        ? String((log.data as { type?: unknown }).type ?? '')
+        : null;
+    const createdAt = log.createdAt ?? now;
+    rows.push({
+      id,
+      transcriptId,
+      seq: first + index,
+      type: log.type,
+      traceType,
+      data: redacted.value as object,
+      createdAt,
+      updatedAt: now,
+    });
+    if (redacted.changed) originals.push({ logId: id, data: log.data as object, expiresAt });
+  });
+  await tx.transcriptLog.createMany({ data: rows });
+  if (originals.length) await tx.transcriptLogOriginal.createMany({ data: originals });
+  return { transcriptId, logIds: rows.map((r) => r.id) };
+}
+
+/** Tells subscribers of the transcript about new logs. Call after the transaction commits. */
+export function publishTranscriptLogs(pubsub: AppPubSub, appended: AppendedLogs): void {
+  if (appended.logIds.length === 0) return;
+  pubsub.publish('transcriptEvent', appended.transcriptId, {
+    transcriptId: appended.transcriptId,
+    kind: 'logs',
+    logIds: appended.logIds,
+  });
+}
+
+/**
+ * The `transcripts` usage event of a new transcript (DECISIONS.md §4), written in the transaction
+ * that creates it, so the count exists exactly when the transcript does. Publish the result after
+ * the commit.
+ */
+async function recordTranscriptCreated(
+  deps: Pick<TranscriptDeps, 'db'>,
+  tx: PrismaTx,
+  input: { projectId: string; environmentId: string; userId?: string | null; transcriptId: string },
+): Promise<RecordedUsage> {
+  return writeUsageEvents(
+    tx,
+    [
+      {
+        kind: 'transcript',
+        projectId: input.projectId,
+        environmentId: input.environmentId,
+        userId: input.userId ?? null,
+        transcriptId: input.transcriptId,
+        idempotencyKey: `transcript:${input.transcriptId}`,
+      },
+    ],
+    { provider: deps.db.provider },
+  );
+}
+
+/** Records logs of a session in one transaction (creating its transcript), then publishes them. */
+export async function recordSessionLogs(
+  deps: TranscriptDeps,
+  input: SessionKey & { logs: readonly LogInput[] },
+): Promise<AppendedLogs & { created: boolean }> {
+  const { usage, ...result } = await deps.db.prisma.$transaction(async (tx) => {
+    const transcript = await findOrCreateSessionTranscript(tx, input);
+    const appended = await appendLogs(tx, {
+      transcriptId: transcript.id,
+      projectId: input.projectId,
+      logs: input.logs,
+      retentionMs: deps.retentionMs,
+    });
+    const usage = transcript.created
+      ? await recordTranscriptCreated(deps, tx, { ...input, transcriptId: transcript.id })
+      : null;
+    return { ...appended, created: transcript.created, usage };
+  });
+  publishTranscriptLogs(deps.pubsub, result);
+  if (usage) publishUsageCounters(deps.pubsub, usage);
+  return result;
+}
+
+/** Ingestion: a new transcript for a session, with its first logs. 409 when the session has one. */
+export async function createTranscript(
+  deps: TranscriptDeps,
+  input: {
+    projectId: string;
+    environment?: string | null;
+    sessionId: string;
+    userId?: string | null;
+    logs?: readonly LogInput[] | null;
+  },
+): Promise<{ id: string }> {
+  let appended: AppendedLogs;
+  let usage: RecordedUsage | null = null;
+  try {
+    appended = await deps.db.prisma.$transaction(async (tx) => {
+      const environmentId = await resolveEnvironment(tx, input.projectId, input.environment);
+      const existing = await tx.transcript.findUnique({
+        where: {
+          projectId_environmentId_sessionId: { projectId: input.projectId, environmentId, sessionId: input.sessionId },
+        },
+        select: { id: true },
+      });
+      if (existing) throw sessionTaken(input.sessionId, existing.id);
+      const transcript = await tx.transcript.create({
+        data: {
+          id: newId(),
+          projectId: input.projectId,
+          environmentId,
+          sessionId: input.sessionId,
+          userId: input.userId ?? null,
+        },
+        select: { id: true },
+      });
+      const appendedLogs = await appendLogs(tx, {
+        transcriptId: transcript.id,
+        projectId: input.projectId,
+        logs: input.logs ?? [],
+        retentionMs: deps.retentionMs,
+      });
+      usage = await recordTranscriptCreated(deps, tx, {
+        projectId: input.projectId,
+        environmentId,
+        userId: input.userId,
+        transcriptId: transcript.id,
+      });
+      return appendedLogs;
+    });
+  } catch (err) {
+    // Two creations of one session at once: the unique key let one through.
+    if (isUniqueViolation(err)) throw sessionTaken(input.sessionId);
+    throw err;
+  }
+  publishTranscriptLogs(deps.pubsub, appended);
+  if (usage) publishUsageCounters(deps.pubsub, usage);
+  return { id: appended.transcriptId };
+}
+
+function sessionTaken(sessionId: string, transcriptId?: string) {
+  return conflict(
+    transcriptId
+      ? `The session "${sessionId}" already has transcript "${transcriptId}"; append logs to it instead`
+      : `The session "${sessionId}" already has a transcript; append logs to it instead`,
+  );
+}
+
+/** Ingestion: appends logs to an existing transcript of the project. */
+export async function appendTranscriptLogs(
+  deps: TranscriptDeps,
+  input: { projectId: string; transcriptId: string; logs: readonly LogInput[] },
+): Promise<AppendedLogs> {
+  const appended = await deps.db.prisma.$transaction((tx) =>
+    appendLogs(tx, {
+      transcriptId: input.transcriptId,
+      projectId: input.projectId,
+      logs: input.logs,
+      retentionMs: deps.retentionMs,
+    }),
+  );
+  publishTranscriptLogs(deps.pubsub, appended);
+  return appended;
+}
+
+/**
+ * Marks a transcript ended and, in the same transaction, enqueues one evaluation job per enabled
+ * evaluation of the project (with a pending result each). Ending an ended transcript changes
+ * nothing: the conditional update lets exactly one of several concurrent calls through.
+ */
+export async function endTranscript(
+  deps: Pick<TranscriptDeps, 'db' | 'pubsub'>,
+  input: { projectId: string; transcriptId: string; now?: Date },
+): Promise<{ endedAt: Date; evaluationsQueued: number }> {
+  const now = input.now ?? new Date();
+  const outcome = await deps.db.prisma.$transaction(async (tx) => {
+    const { count } = await tx.transcript.updateMany({
+      where: { id: input.transcriptId, projectId: input.projectId, endedAt: null },
+      data: { endedAt: now, updatedAt: now },
+    });
+    if (count === 0) {
+      const existing = await tx.transcript.findFirst({
+        where: { id: input.transcriptId, projectId: input.projectId },
+        select: { endedAt: true },
+      });
+      if (!existing) throw notFound('Transcript', input.transcriptId);
+      return { endedAt: existing.endedAt ?? now, evaluationsQueued: 0 };
+    }
+    const evaluations = await tx.evaluation.findMany({
+      where: { projectId: input.projectId, enabled: true },
+      select: { id: true },
+      orderBy: { createdAt: 'asc' },
+    });
+    for (const evaluation of evaluations) {
+      await startEvaluationRun(tx, {
+        projectId: input.projectId,
+        evaluationId: evaluation.id,
+        transcriptId: input.transcriptId,
+      });
+    }
+    return { endedAt: now, evaluationsQueued: evaluations.length };
+  });
+  if (outcome.evaluationsQueued) notifyEnqueued(deps.pubsub, EVALUATION_QUEUE);
+  return outcome;
+}
+
+/**
+ * Starts a new run of an evaluation on a transcript inside the caller's transaction: the result
+ * becomes pending under a new run ID, and a durable job for that run is enqueued.
+ */
+export async function startEvaluationRun(
+  tx: PrismaTx,
+  input: { projectId: string; evaluationId: string; transcriptId: string; enqueue?: boolean },
+): Promise<{ runId: string }> {
+  const runId = newId();
+  await tx.evaluationResult.upsert({
+    where: { evaluationId_transcriptId: { evaluationId: input.evaluationId, transcriptId: input.transcriptId } },
+    create: {
+      id: newId(),
+      evaluationId: input.evaluationId,
+      transcriptId: input.transcriptId,
+      status: 'pending',
+      runId,
+    },
+    update: {
+      status: 'pending',
+      runId,
+      valueBoolean: null,
+      valueNumber: null,
+      valueString: null,
+      reason: null,
+      cost: null,
+      model: null,
+      inputTokens: null,
+      outputTokens: null,
+      error: null,
+    },
+  });
+  if (input.enqueue !== false) {
+    const payload: EvaluationJobPayload = { evaluationId: input.evaluationId, transcriptId: input.transcriptId, runId };
+    await enqueueJob(tx, {
+      queue: EVALUATION_QUEUE,
+      payload,
+      dedupeKey: `evaluation:${runId}`,
+      projectId: input.projectId,
+    });
+  }
+  return { runId };
+}
+
+/** Deletes a transcript with its logs, kept originals, property values and evaluation results. */
+export async function deleteTranscript(db: Db, input: { projectId: string; transcriptId: string }): Promise<void> {
+  // One statement; the foreign keys cascade to every dependent row, so nothing is left half-deleted.
+  const { count } = await db.prisma.transcript.deleteMany({
+    where: { id: input.transcriptId, projectId: input.projectId },
+  });
+  if (count === 0) throw notFound('Transcript', input.transcriptId);
+}
+
+/** Deletes the unredacted originals whose retention ended. Returns how many. */
+export async function purgeExpiredOriginals(db: Db, now: Date = new Date()): Promise<number> {
+  const { count } = await db.prisma.transcriptLogOriginal.deleteMany({ where: { expiresAt: { lte: now } } });
+  return count;
+}
+
+/** Replaces a project's redaction patterns (checked first: a bad one changes nothing). */
+export async function setRedactionPatterns(db: Db, input: { projectId: string; patterns: readonly string[] }) {
+  compileRedactionPatterns(input.patterns);
+  await db.prisma.$transaction(async (tx) => {
+    await tx.transcriptRedactionPattern.deleteMany({ where: { projectId: input.projectId } });
+    const base = Date.now();
+    await tx.transcriptRedactionPattern.createMany({
+      data: input.patterns.map((pattern, i) => ({
+        id: newId(),
+        projectId: input.projectId,
+        pattern,
+        // Keeps the given order (patterns apply in it).
+        createdAt: new Date(base + i),
+      })),
+    });
+  });
+}

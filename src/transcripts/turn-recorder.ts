@@ -1,0 +1,35 @@
+import type { TurnRecorder } from '../runtime/recorder';
+import { recordSessionLogs, type TranscriptDeps } from './service';
+import type { LogInput } from './validation';
+
+/**
+ * Records each runtime turn into its session's transcript (docs/runtime.md "Turn records"): the
+ * request's action (with the turn's ID, so `history[].id` is the turn ID), every trace of the
+ * turn at its own time, and an `end` log when the conversation reached an end. A turn that failed
+ * before it knew its session (it never got the user's state) has no transcript to go to.
+ */
+export function createTranscriptTurnRecorder(deps: TranscriptDeps): TurnRecorder {
+  return {
+    async record(turn) {
+      if (!turn.sessionID) return;
+      const logs: LogInput[] = [
+        { id: turn.turnID, type: 'action', data: turn.action, createdAt: turn.startedAt },
+        ...turn.traces.map(
+          (trace): LogInput => ({
+            type: 'trace',
+            data: trace,
+            createdAt: typeof trace.time === 'number' ? new Date(trace.time) : turn.finishedAt,
+          }),
+        ),
+        ...(turn.conversationEnded ? [{ type: 'end', data: null, createdAt: turn.finishedAt } satisfies LogInput] : []),
+      ];
+      await recordSessionLogs(deps, {
+        projectId: turn.projectID,
+        environmentId: turn.environmentID,
+        sessionId: turn.sessionID,
+        userId: turn.userID,
+        logs,
+      });
+    },
+  };
+}
