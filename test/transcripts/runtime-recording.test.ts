@@ -2,6 +2,7 @@ import { expect, it } from 'vitest';
 import { useTestApp } from '../helpers/app';
 import { describeEachDatabase } from '../helpers/lanes';
 import { interact, publish } from '../helpers/runtime';
+import { recordSubscription } from '../helpers/subscriptions';
 
 const greeter = {
   name: 'Greeter',
@@ -77,5 +78,38 @@ describeEachDatabase("the runtime's turns in transcripts", (provider) => {
 
     const everyone = await t.app.http('POST', `/v1/transcript/project/${p.projectID}`, { key: p.apiKey });
     expect(everyone.body.transcripts.map((x: { userID: string }) => x.userID).sort()).toEqual(['ann', 'bob']);
+  });
+  it('shows a live transcript growing, turn by turn, to a GraphQL subscriber', async () => {
+    const p = await t.app.createProject();
+    await publish(t.app, p.projectID, greeter);
+    expect((await interact(t.app, p.apiKey, p.projectID, 'cy', { action: { type: 'launch' } })).status).toBe(200);
+    const found = await t.app.http('POST', `/v1/transcript/project/${p.projectID}`, {
+      key: p.apiKey,
+      body: { userID: 'cy' },
+    });
+    const transcriptID = found.body.transcripts[0].id;
+    interface Event {
+      data?: { transcriptEvents: { kind: string; logs: { type: string; data: { type: string } }[] } };
+    }
+    const sub = recordSubscription<Event>(t.app, {
+      query: 'subscription($id: ID!) { transcriptEvents(transcriptID: $id) { kind logs { type data } } }',
+      variables: { id: transcriptID },
+      key: p.apiKey,
+      singleConnection: true,
+    });
+    try {
+      // Every turn (a word the choice step does not understand) appends its action and traces.
+      const say = () => interact(t.app, p.apiKey, p.projectID, 'cy', { action: { type: 'text', payload: 'hmm' } });
+      await sub.prime(say);
+      const before = sub.events.length;
+      await say();
+      const events = await sub.waitFor((e) => e.length > before);
+      const last = events.at(-1)!.data!.transcriptEvents;
+      expect(last.kind).toBe('logs');
+      expect(last.logs[0]).toMatchObject({ type: 'action', data: { type: 'text' } });
+      expect(last.logs.slice(1).every((l) => l.type === 'trace')).toBe(true);
+    } finally {
+      sub.close();
+    }
   });
 });
