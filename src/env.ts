@@ -89,6 +89,13 @@ const configSchema = z.object({
   RUNTIME_LOCK_WAIT_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
   /** Longest time one API step may take, whatever the step asks for. */
   RUNTIME_API_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(30_000),
+  /**
+   * Let API steps call private, loopback and link-local addresses (services on the server's own
+   * network). Off by default: an agent author could otherwise reach internal services (SSRF).
+   */
+  RUNTIME_ALLOW_PRIVATE_URLS: booleanFlag.default(false),
+  /** Redirects an API step follows (each one checked against the address guard). */
+  RUNTIME_API_MAX_REDIRECTS: z.coerce.number().int().min(0).max(20).default(5),
   /** Largest API response an API step reads. */
   RUNTIME_API_MAX_RESPONSE_BYTES: z.coerce
     .number()

@@ -4,6 +4,7 @@ import { applyMigrations } from './db/migrate';
 import type { Config } from './env';
 import { createJobRunner, type JobRunner } from './jobs/runner';
 import { createLogger, type Logger } from './lib/logger';
+import { createOutboundFetch } from './lib/outbound-http';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
 import { createLlmProvider, type LlmProvider } from './llm';
 import { combineTurnRecorders, createLoggingTurnRecorder, type TurnRecorder } from './runtime/recorder';
@@ -85,8 +86,15 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     },
     { logger: logger.child({ component: 'llm' }) },
   );
+  // API steps call URLs that agent authors choose: private and loopback addresses are refused
+  // unless the operator allows them (src/lib/outbound-http.ts).
+  const outboundFetch = createOutboundFetch({
+    allowPrivate: config.RUNTIME_ALLOW_PRIVATE_URLS,
+    maxRedirects: config.RUNTIME_API_MAX_REDIRECTS,
+  });
   const runtime = createRuntime({
     db,
+    fetch: outboundFetch as typeof fetch,
     pubsub,
     logger,
     // Each turn goes to its session's transcript, to the usage analytics, and to a log line.
@@ -124,6 +132,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     runtime,
     async close() {
       await runtime.close();
+      await outboundFetch.close();
       await jobs.stop({ graceMs: config.SHUTDOWN_GRACE_MS });
       await llm.close();
       await closePubSub();

@@ -73,6 +73,8 @@ export async function startTestApp(provider: Provider, opts: StartTestAppOptions
     ADMIN_TOKEN: operatorToken,
     // Test runs (several may share one Redis) must not see each other's events.
     REDIS_PREFIX: `parley-test:${lanes().runId}:`,
+    // The runtime tests' APIs run on loopback servers; test/runtime/outbound-guard.test.ts turns it off.
+    RUNTIME_ALLOW_PRIVATE_URLS: 'true',
     ...opts.env,
     DATABASE_URL: database.url,
   });
