@@ -13,10 +13,195 @@ function getEncoder(): Tiktoken {
   return encoder;
 }
 
+// js-tiktoken merges byte pairs by rescanning the whole piece after every merge, and a piece is a
+// whole run of letters: 3,000 Chinese or Thai characters without punctuation take seconds and
+// 20,000 repeated letters half a minute, so one uploaded document could stall the process. The
+// encoder below gives the same tokens (test/llm/tokens.test.ts compares them) with a heap of
+// candidate pairs, O(m log m) per piece. It reads the library's rank map (an internal field of
+// js-tiktoken 1.0.x, keyed by the bytes joined with commas) rather than parse the table again.
+let ranks: Map<string, number> | null | undefined;
+function getRanks(): Map<string, number> | null {
+  if (ranks === undefined) {
+    const candidate = (getEncoder() as unknown as { rankMap?: unknown }).rankMap;
+    ranks = candidate instanceof Map && candidate.get('32') === 220 ? (candidate as Map<string, number>) : null;
+  }
+  return ranks;
+}
+
+/** Whether the fast encoder is in use (false only if a js-tiktoken upgrade moved its internals). */
+export function usesFastEncoder(): boolean {
+  return getRanks() !== null;
+}
+
+const pretokenizer = new RegExp(o200kBase.pat_str, 'gu');
+const utf8 = new TextEncoder();
+
+/** Byte offsets (within the piece) where its tokens end, by the ranked byte-pair merges. */
+function mergeBoundaries(bytes: Uint8Array, rankMap: Map<string, number>): number[] {
+  const n = bytes.length;
+  if (n === 1) return [1];
+  // Parts form a linked list by start offset; a pair is (start, next[start]) up to next[next[start]].
+  const next = new Int32Array(n + 2);
+  const prev = new Int32Array(n + 1);
+  const alive = new Uint8Array(n + 1).fill(1);
+  for (let i = 0; i <= n; i++) {
+    next[i] = i + 1;
+    prev[i] = i - 1;
+  }
+  // Min-heap keyed by rank, then by start (the library merges the leftmost of equal ranks).
+  // A popped entry is stale when its pair no longer exists: boundaries only ever disappear, so
+  // the pair still exists exactly when its start is alive and the part after next ends at `end`.
+  const keys: number[] = [];
+  const ends: number[] = [];
+  const SHIFT = 2 ** 32; // rank < 2^18, so keys stay exact doubles
+  const push = (rank: number, start: number, end: number) => {
+    let i = keys.length;
+    const key = rank * SHIFT + start;
+    keys.push(key);
+    ends.push(end);
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if ((keys[parent] as number) <= key) break;
+      keys[i] = keys[parent] as number;
+      ends[i] = ends[parent] as number;
+      i = parent;
+    }
+    keys[i] = key;
+    ends[i] = end;
+  };
+  const pop = (): [number, number] => {
+    const top: [number, number] = [keys[0] as number, ends[0] as number];
+    const lastKey = keys.pop() as number;
+    const lastEnd = ends.pop() as number;
+    const size = keys.length;
+    if (size > 0) {
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        if (l >= size) break;
+        const r = l + 1;
+        const c = r < size && (keys[r] as number) < (keys[l] as number) ? r : l;
+        if ((keys[c] as number) >= lastKey) break;
+        keys[i] = keys[c] as number;
+        ends[i] = ends[c] as number;
+        i = c;
+      }
+      keys[i] = lastKey;
+      ends[i] = lastEnd;
+    }
+    return top;
+  };
+  const rankOf = (start: number, end: number) => rankMap.get(bytes.subarray(start, end).join(','));
+  for (let i = 0; i + 1 < n; i++) {
+    const rank = rankOf(i, i + 2);
+    if (rank !== undefined) push(rank, i, i + 2);
+  }
+  while (keys.length > 0) {
+    const [key, end] = pop();
+    const start = key % SHIFT;
+    const mid = next[start] as number;
+    if (!alive[start] || mid >= n || next[mid] !== end) continue;
+    alive[mid] = 0;
+    next[start] = end;
+    if (end <= n) prev[end] = start;
+    const before = prev[start] as number;
+    if (before >= 0) {
+      const rank = rankOf(before, end);
+      if (rank !== undefined) push(rank, before, end);
+    }
+    if (end < n) {
+      const after = next[end] as number;
+      const rank = rankOf(start, after);
+      if (rank !== undefined) push(rank, start, after);
+    }
+  }
+  const boundaries: number[] = [];
+  for (let i = next[0] as number; i <= n; i = next[i] as number) boundaries.push(i);
+  return boundaries;
+}
+
+/** Calls `onToken(token, endByte)` for each token of one pre-tokenizer piece. */
+function encodePiece(piece: string, rankMap: Map<string, number>, onToken: (token: number, endByte: number) => void) {
+  const bytes = utf8.encode(piece);
+  const whole = rankMap.get(bytes.join(','));
+  if (whole !== undefined) {
+    onToken(whole, bytes.length);
+    return;
+  }
+  let start = 0;
+  for (const end of mergeBoundaries(bytes, rankMap)) {
+    const token = rankMap.get(bytes.subarray(start, end).join(','));
+    if (token !== undefined) onToken(token, end);
+    start = end;
+  }
+}
+
+/**
+ * The o200k_base tokens of a text, treating special-token markers such as `<|endoftext|>` as
+ * ordinary text (as `countTokens` always has).
+ */
+export function encodeTokens(text: string): number[] {
+  if (!text) return [];
+  const rankMap = getRanks();
+  if (!rankMap) return getEncoder().encode(text, [], []);
+  const tokens: number[] = [];
+  const push = (token: number) => {
+    tokens.push(token);
+  };
+  for (const match of text.matchAll(pretokenizer)) encodePiece(match[0], rankMap, push);
+  return tokens;
+}
+
+/** The text of a token sequence (invalid UTF-8 at a cut through a character becomes U+FFFD). */
+export function decodeTokens(tokens: readonly number[]): string {
+  return getEncoder().decode(tokens as number[]);
+}
+
+/**
+ * Tokens with the UTF-16 offset in `text` where each one ends, or -1 where a token ends inside a
+ * character (a character of several UTF-8 bytes can span tokens). Cutting the text at the
+ * non-negative offsets never splits a character.
+ */
+export function encodeWithOffsets(text: string): { tokens: number[]; ends: number[] } {
+  const tokens: number[] = [];
+  const ends: number[] = [];
+  if (!text) return { tokens, ends };
+  const rankMap = getRanks();
+  for (const match of text.matchAll(pretokenizer)) {
+    const piece = match[0];
+    const base = match.index;
+    // UTF-16 offset after the character that ends at each byte offset (-1 inside a character).
+    const charEndAt = new Map<number, number>();
+    let byte = 0;
+    for (let i = 0; i < piece.length; ) {
+      const cp = piece.codePointAt(i) as number;
+      const units = cp > 0xffff ? 2 : 1;
+      byte += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+      i += units;
+      charEndAt.set(byte, base + i);
+    }
+    const onToken = (token: number, endByte: number) => {
+      tokens.push(token);
+      ends.push(charEndAt.get(endByte) ?? -1);
+    };
+    if (rankMap) encodePiece(piece, rankMap, onToken);
+    else {
+      // Without the rank map, the library's tokens (slow, same tokens); only piece ends are
+      // known to be character boundaries then.
+      const pieceTokens = getEncoder().encode(piece, [], []);
+      pieceTokens.forEach((token, i) => {
+        tokens.push(token);
+        ends.push(i === pieceTokens.length - 1 ? base + piece.length : -1);
+      });
+    }
+  }
+  return { tokens, ends };
+}
+
 /** Tokens of a text. Special-token markers such as `<|endoftext|>` count as ordinary text. */
 export function countTokens(text: string): number {
   if (!text) return 0;
-  return getEncoder().encode(text, [], []).length;
+  return encodeTokens(text).length;
 }
 
 /**
