@@ -14,8 +14,9 @@ async function makePdf(pages: string[][]): Promise<Uint8Array> {
   const font = await doc.embedFont(StandardFonts.Helvetica);
   for (const lines of pages) {
     const page = doc.addPage([612, 792]);
+    // 16 points between baselines of 12-point text; an empty entry leaves a line blank.
     lines.forEach((line, i) => {
-      page.drawText(line, { x: 72, y: 720 - i * 16, size: 12, font });
+      if (line) page.drawText(line, { x: 72, y: 720 - i * 16, size: 12, font });
     });
   }
   return doc.save();
@@ -218,12 +219,24 @@ describe('extractText', () => {
   it('pdf: text of two pages, with the title from the metadata, and nothing fetched', async () => {
     const fetchSpy = vi.spyOn(globalThis, 'fetch');
     const bytes = await makePdf([
-      ['Widget manual, page one.', 'Second line of the first paragraph.'],
-      ['Page two talks about screws.'],
+      [
+        'Widget manual, page one.',
+        'Second line of the first paragraph.',
+        '',
+        'A new paragraph after a gap, about instal-',
+        'lation.',
+      ],
+      ['Page two talks about screws.', '• first bullet', '• second bullet'],
     ]);
     const { text, title } = await extractText({ bytes, type: 'pdf' });
     expect(title).toBe('Widget manual');
-    expect(text).toBe('Widget manual, page one. Second line of the first paragraph.\n\nPage two talks about screws.');
+    expect(text).toBe(
+      [
+        'Widget manual, page one. Second line of the first paragraph.',
+        'A new paragraph after a gap, about installation.',
+        'Page two talks about screws.\n• first bullet\n• second bullet',
+      ].join('\n\n'),
+    );
     expect(fetchSpy).not.toHaveBeenCalled();
     // pdf.js transfers the buffer it reads; the caller's bytes must survive (a retry reads them).
     expect(bytes.byteLength).toBeGreaterThan(0);
