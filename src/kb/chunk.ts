@@ -177,8 +177,8 @@ function splitLongUnit(text: string, unit: Unit, max: number): Unit[] {
       continue;
     }
     // No token in the window ends between characters (tokens that straddle characters all the
-    // way): cut by characters and tokenize the rest afresh.
-    // No token is longer than 64 characters' worth here, so the bisection need not look further.
+    // way): cut by characters and tokenize the rest afresh. The search is bounded so that it
+    // encodes little; a part cut shorter than it could be is still correct.
     const to = fitByCharacters(text, from, Math.min(unit.end, from + max * 64), max);
     pushPart(from, to);
     base = to;
