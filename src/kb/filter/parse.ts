@@ -94,8 +94,13 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
-const kindOf = (value: unknown): string =>
-  value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : typeof value;
+/** What a value is, for messages: "null", "an empty array", "a string", … */
+function kindOf(value: unknown): string {
+  if (value === null || value === undefined) return String(value);
+  if (Array.isArray(value)) return value.length ? 'an array' : 'an empty array';
+  const type = typeof value;
+  return type === 'object' ? 'an object' : `a ${type}`;
+}
 
 function parseFilterObject(input: unknown, at: string, depth: number, state: ParseState): MetadataFilter {
   if (!isPlainObject(input)) {
