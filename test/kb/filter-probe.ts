@@ -34,14 +34,13 @@ export async function openFilterProbe(provider: Provider, database?: ScratchData
     db,
     async load(documents) {
       await db.prisma.$executeRawUnsafe('DELETE FROM kb_filter_probe');
-      for (const doc of documents) {
-        if (provider === 'postgresql') {
-          await db.prisma
-            .$executeRaw`INSERT INTO kb_filter_probe (id, metadata) VALUES (${doc.id}, ${doc.text}::jsonb)`;
-        } else {
-          await db.prisma.$executeRaw`INSERT INTO kb_filter_probe (id, metadata) VALUES (${doc.id}, ${doc.text})`;
-        }
-      }
+      if (documents.length === 0) return;
+      const json =
+        provider === 'postgresql'
+          ? (text: string) => Prisma.sql`${text}::jsonb`
+          : (text: string) => Prisma.sql`${text}`;
+      const rows = documents.map((doc) => Prisma.sql`(${doc.id}, ${json(doc.text)})`);
+      await db.prisma.$executeRaw`INSERT INTO kb_filter_probe (id, metadata) VALUES ${Prisma.join(rows)}`;
     },
     async matching(filter) {
       const rows = await db.prisma.$queryRaw<{ id: string }[]>`
