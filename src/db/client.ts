@@ -2,6 +2,9 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import { PrismaPg } from '@prisma/adapter-pg';
+import type { SqlDriverAdapter, Transaction } from '@prisma/driver-adapter-utils';
+import type BetterSqlite3 from 'better-sqlite3';
+import * as sqliteVec from 'sqlite-vec';
 import { PrismaClient as PostgresClient } from '../generated/postgresql/client';
 import { PrismaClient as SqliteClient } from '../generated/sqlite/client';
 import { migrationNames } from './migrate';
@@ -21,10 +24,20 @@ export interface QueryEvent {
   durationMs: number;
 }
 
+/**
+ * How this database compares embedding vectors (src/kb/vectors.ts):
+ * - `sqlite-vec`: the sqlite-vec extension's `vec_distance_cosine`, in C;
+ * - `sqlite-js`: a JavaScript function of the same name (sqlite-vec has no build for this platform);
+ * - `pgvector`: PostgreSQL with the vector extension installed;
+ * - `postgresql`: plain PostgreSQL, cosine similarity as a SQL expression over real[].
+ */
+export type VectorSupport = 'sqlite-vec' | 'sqlite-js' | 'pgvector' | 'postgresql';
+
 export interface Db {
   prisma: PrismaDb;
   provider: Provider;
   url: string;
+  vectorSupport: VectorSupport;
   /** Called after every Prisma operation. */
   queryListeners: Set<(event: QueryEvent) => void>;
   /** Names of committed migrations that this database has not applied. */
@@ -43,10 +56,25 @@ export interface CreateDbOptions {
 export async function createDb(url: string, opts: CreateDbOptions = {}): Promise<Db> {
   const provider = providerOf(url);
   let base: PrismaDb;
+  let vectorSupport: VectorSupport = 'postgresql';
   if (provider === 'sqlite') {
     const file = sqliteFilePath(url);
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-    base = new SqliteClient({ adapter: new PrismaBetterSqlite3({ url: file, timeout: opts.busyTimeoutMs ?? 5000 }) });
+    const adapter = new PrismaBetterSqlite3({ url: file, timeout: opts.busyTimeoutMs ?? 5000 });
+    // The adapter opens its better-sqlite3 connection in connect() and keeps it on `client`: add
+    // the vector functions to that connection, the one every query of this client runs on.
+    const connect = adapter.connect.bind(adapter);
+    adapter.connect = async () => {
+      const connected = await connect();
+      const client = (connected as unknown as { client?: BetterSqlite3.Database }).client;
+      if (client) vectorSupport = addVectorFunctions(client);
+      return serializeWithTransactions(connected);
+    };
+    base = new SqliteClient({
+      adapter,
+      // Every transaction queues for the one connection (above): wait longer than Prisma's 2 s.
+      transactionOptions: { maxWait: 15_000 },
+    });
   } else {
     const adapter = new PrismaPg({ connectionString: url, max: opts.poolSize ?? 10 });
     base = new PostgresClient({ adapter }) as unknown as PrismaDb;
@@ -58,6 +86,9 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
     await base.$executeRawUnsafe('PRAGMA synchronous = NORMAL');
     await base.$executeRawUnsafe('PRAGMA foreign_keys = ON');
     await base.$queryRawUnsafe(`PRAGMA busy_timeout = ${Math.trunc(opts.busyTimeoutMs ?? 5000)}`);
+  } else {
+    const rows = await base.$queryRawUnsafe<unknown[]>("SELECT 1 FROM pg_extension WHERE extname = 'vector'");
+    vectorSupport = rows.length > 0 ? 'pgvector' : 'postgresql';
   }
 
   const queryListeners = new Set<(event: QueryEvent) => void>();
@@ -80,6 +111,9 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
     prisma,
     provider,
     url,
+    get vectorSupport() {
+      return vectorSupport;
+    },
     queryListeners,
     async pendingMigrations() {
       const rows = await base.$queryRawUnsafe<{ migration_name: string }[]>(
@@ -92,4 +126,101 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
       await base.$disconnect();
     },
   };
+}
+
+/** Cosine distance of two little-endian float32 vectors (1 − cosine similarity), as sqlite-vec defines it. */
+function cosineDistance(a: Uint8Array, b: Uint8Array): number | null {
+  if (a.byteLength !== b.byteLength || a.byteLength % 4 !== 0) return null;
+  const x = new Float32Array(a.buffer.slice(a.byteOffset, a.byteOffset + a.byteLength));
+  const y = new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+  let dot = 0;
+  let nx = 0;
+  let ny = 0;
+  for (let i = 0; i < x.length; i++) {
+    const xi = x[i] as number;
+    const yi = y[i] as number;
+    dot += xi * yi;
+    nx += xi * xi;
+    ny += yi * yi;
+  }
+  return nx === 0 || ny === 0 ? null : 1 - dot / Math.sqrt(nx * ny);
+}
+
+/** Loads sqlite-vec into a connection, or defines its `vec_distance_cosine` in JavaScript where it has no build. */
+function addVectorFunctions(client: BetterSqlite3.Database): VectorSupport {
+  try {
+    sqliteVec.load(client);
+    return 'sqlite-vec';
+  } catch {
+    client.function('vec_distance_cosine', { deterministic: true }, (a: unknown, b: unknown) =>
+      a instanceof Uint8Array && b instanceof Uint8Array ? cosineDistance(a, b) : null,
+    );
+    return 'sqlite-js';
+  }
+}
+
+/** A FIFO lock: `acquire` resolves with the function that releases it. */
+function createLock(): { acquire(): Promise<() => void> } {
+  let tail: Promise<void> = Promise.resolve();
+  return {
+    acquire() {
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const acquired = tail.then(() => {
+        let released = false;
+        return () => {
+          if (released) return;
+          released = true;
+          release();
+        };
+      });
+      tail = tail.then(() => held);
+      return acquired;
+    },
+  };
+}
+
+/**
+ * The SQLite adapter runs everything on one connection, and only its transactions take its lock:
+ * a statement from another request, issued while an interactive transaction awaits between its
+ * statements, would run inside that transaction — a rollback would silently undo it, and reads
+ * would see uncommitted rows. Here every statement outside a transaction waits for the open
+ * transaction to end (and a transaction waits for statements in flight), as separate connections
+ * would under SQLite's own locking.
+ */
+function serializeWithTransactions(adapter: SqlDriverAdapter): SqlDriverAdapter {
+  const lock = createLock();
+  const queryRaw = adapter.queryRaw.bind(adapter);
+  const executeRaw = adapter.executeRaw.bind(adapter);
+  const executeScript = adapter.executeScript.bind(adapter);
+  const startTransaction = adapter.startTransaction.bind(adapter);
+  const alone = async <T>(fn: () => Promise<T>): Promise<T> => {
+    const release = await lock.acquire();
+    try {
+      return await fn();
+    } finally {
+      release();
+    }
+  };
+  adapter.queryRaw = (query) => alone(() => queryRaw(query));
+  adapter.executeRaw = (query) => alone(() => executeRaw(query));
+  adapter.executeScript = (script) => alone(() => executeScript(script));
+  adapter.startTransaction = async (isolationLevel) => {
+    const release = await lock.acquire();
+    let tx: Transaction;
+    try {
+      tx = await startTransaction(isolationLevel);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    const commit = tx.commit.bind(tx);
+    const rollback = tx.rollback.bind(tx);
+    tx.commit = () => commit().finally(release);
+    tx.rollback = () => rollback().finally(release);
+    return tx;
+  };
+  return adapter;
 }
