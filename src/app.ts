@@ -16,6 +16,8 @@ export interface ParleyApp {
 interface BodyParserError extends Error {
   type?: string;
   status?: number;
+  /** For entity.too.large: the limit that was passed. */
+  limit?: number;
 }
 
 /** Builds the HTTP application: health checks, GraphQL (Yoga) and the REST adapter. Never listens. */
@@ -71,21 +73,39 @@ export function buildApp(services: AppServices): ParleyApp {
     }
   });
 
-  // GraphQL: Yoga reads its own bodies; refuse oversized ones before it does.
+  // GraphQL: the body is read here, counting bytes as they arrive, so the limit holds for chunked
+  // bodies too (Content-Length alone can be left out); Yoga then uses the buffer as it is. A
+  // multipart request (a knowledge-base file upload) may carry a file up to KB_MAX_FILE_BYTES.
+  const readGraphQLBody = express.raw({ type: () => true, limit: config.BODY_LIMIT_BYTES });
+  const readGraphQLUpload = express.raw({
+    type: () => true,
+    limit: config.KB_MAX_FILE_BYTES + config.BODY_LIMIT_BYTES,
+  });
   app.use((req: Request, res: Response, next: NextFunction) => {
     if (req.path !== yoga.graphqlEndpoint && !req.path.startsWith(`${yoga.graphqlEndpoint}/`)) {
       next();
       return;
     }
-    if (Number(req.headers['content-length'] ?? 0) > config.BODY_LIMIT_BYTES) {
-      sendError(res, 413, 'PAYLOAD_TOO_LARGE', `The request body is larger than ${config.BODY_LIMIT_BYTES} bytes.`);
-      return;
-    }
-    yoga(req, res);
+    const read = req.is('multipart/form-data') ? readGraphQLUpload : readGraphQLBody;
+    read(req, res, (err?: unknown) => {
+      if (err) {
+        next(err);
+        return;
+      }
+      yoga(req, res);
+    });
   });
 
   app.use(express.json({ limit: config.BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));
-  app.use(createRestRouter({ yoga, routes, logger, sseKeepAliveMs: config.SSE_KEEPALIVE_MS }));
+  app.use(
+    createRestRouter({
+      yoga,
+      routes,
+      logger,
+      sseKeepAliveMs: config.SSE_KEEPALIVE_MS,
+      maxUploadBytes: config.KB_MAX_FILE_BYTES,
+    }),
+  );
 
   app.use((req: Request, res: Response) => {
     sendError(res, 404, 'NOT_FOUND', `No route for ${req.method} ${req.path}`);
@@ -94,7 +114,12 @@ export function buildApp(services: AppServices): ParleyApp {
   app.use((err: BodyParserError, req: Request, res: Response, _next: NextFunction) => {
     switch (err.type) {
       case 'entity.too.large':
-        sendError(res, 413, 'PAYLOAD_TOO_LARGE', `The request body is larger than ${config.BODY_LIMIT_BYTES} bytes.`);
+        sendError(
+          res,
+          413,
+          'PAYLOAD_TOO_LARGE',
+          `The request body is larger than ${err.limit ?? config.BODY_LIMIT_BYTES} bytes.`,
+        );
         return;
       case 'entity.parse.failed':
         sendError(res, 400, 'MALFORMED_JSON', 'The request body is not valid JSON.');

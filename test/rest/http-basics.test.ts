@@ -56,6 +56,32 @@ describeEachDatabase('HTTP basics', (provider) => {
     expect(envs).toBe(2);
   });
 
+  it('counts the bytes of a chunked GraphQL body (no Content-Length) against the limit', async () => {
+    const p = await t.app.createProject();
+    const chunked = (text: string) => {
+      const bytes = new TextEncoder().encode(text);
+      // A stream body makes fetch send Transfer-Encoding: chunked, without Content-Length.
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let i = 0; i < bytes.length; i += 512) controller.enqueue(bytes.slice(i, i + 512));
+          controller.close();
+        },
+      });
+      return fetch(`${t.app.url}/graphql`, {
+        method: 'POST',
+        headers: { authorization: p.apiKey, 'content-type': 'application/json' },
+        body,
+        duplex: 'half',
+      } as RequestInit);
+    };
+    const big = await chunked(JSON.stringify({ query: `{ viewer { kind } } #${'x'.repeat(5000)}` }));
+    expect(big.status).toBe(413);
+    expect(await big.json()).toMatchObject({ statusCode: 413, errorCode: 'PAYLOAD_TOO_LARGE' });
+    const small = await chunked(JSON.stringify({ query: '{ viewer { kind } }' }));
+    expect(small.status).toBe(200);
+    expect(await small.json()).toEqual({ data: { viewer: { kind: 'project' } } });
+  });
+
   it('answers a body that is not JSON with 415, and a missing body with 400', async () => {
     const p = await t.app.createProject();
     const text = await t.app.http('POST', '/v1/environment', {
