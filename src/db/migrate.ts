@@ -10,7 +10,18 @@ import { migrationsDir, type Provider, projectRoot, providerSchemaFiles } from '
  * Tables that migrations create by hand (raw SQL Prisma cannot model, such as full-text indexes).
  * The schema engine must leave them alone when it diffs the database against the models.
  */
-export const externalTables: Record<Provider, string[]> = { sqlite: [], postgresql: [] };
+export const externalTables: Record<Provider, string[]> = {
+  // The knowledge base's full-text index (an FTS5 table and its shadow tables) and embeddings.
+  sqlite: [
+    'kb_chunk_fts',
+    'kb_chunk_fts_data',
+    'kb_chunk_fts_idx',
+    'kb_chunk_fts_docsize',
+    'kb_chunk_fts_config',
+    'kb_chunk_embedding',
+  ],
+  postgresql: ['public.kb_chunk_search', 'public.kb_chunk_embedding'],
+};
 
 function schemaFilter(provider: Provider): SchemaFilter {
   return { externalTables: externalTables[provider], externalEnums: [] };

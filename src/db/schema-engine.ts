@@ -79,6 +79,25 @@ class CatalogCharAsTextClient extends pg.Client {
   }
 }
 
+/**
+ * The pg driver adapter runs a migration script by splitting it on every `;`, which breaks any
+ * statement with a semicolon inside it: a PL/pgSQL function body (the knowledge base's full-text
+ * trigger), a string literal, a comment. PostgreSQL's simple query protocol takes the whole script
+ * at once and runs it as one implicit transaction, as `psql -1` and `prisma migrate deploy` do.
+ */
+function runScriptsWhole(adapter: SqlDriverAdapter, pool: pg.Pool): SqlDriverAdapter {
+  const onError = (adapter as unknown as { onError?: (err: unknown) => never }).onError?.bind(adapter);
+  adapter.executeScript = async (script: string) => {
+    try {
+      await pool.query(script);
+    } catch (err) {
+      if (onError) onError(err);
+      throw err;
+    }
+  };
+  return adapter;
+}
+
 function adapterFactory(url: string): { factory: SqlMigrationAwareDriverAdapterFactory; pool?: pg.Pool } {
   if (providerOf(url) === 'postgresql') {
     const pool = new pg.Pool({ connectionString: url, Client: CatalogCharAsTextClient, max: 2 });
@@ -110,7 +129,7 @@ export async function openSchemaEngine(
     connect: async () => {
       const adapter = await inner.connect();
       opened.push(adapter);
-      return adapter;
+      return pool ? runScriptsWhole(adapter, pool) : adapter;
     },
     connectToShadowDb: async () => {
       const adapter = await inner.connectToShadowDb();
