@@ -108,6 +108,32 @@ const configSchema = z.object({
   RUNTIME_CODE_MEMORY_MB: z.coerce.number().int().min(1).max(1024).default(32),
   /** Worker threads running code steps. */
   RUNTIME_SANDBOX_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
+  // Knowledge base (docs/knowledge-base.md).
+  /** Largest file a knowledge-base upload accepts (DECISIONS.md §7: 10 MB). */
+  KB_MAX_FILE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(10 * 1024 * 1024),
+  /**
+   * Let URL uploads fetch private, loopback and link-local addresses. Off by default: anyone with
+   * a kb:write key could otherwise make the server read internal services (SSRF).
+   */
+  KB_ALLOW_PRIVATE_URLS: booleanFlag.default(false),
+  /** Longest time fetching a URL document may take, body included. */
+  KB_URL_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
+  /** Largest URL response read. */
+  KB_URL_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(10 * 1024 * 1024),
+  /** Redirects a URL fetch follows (each one checked against the address guard). */
+  KB_URL_MAX_REDIRECTS: z.coerce.number().int().min(0).max(20).default(5),
+  /** How long `?wait=true` waits for ingestion before answering with the PENDING document. */
+  KB_WAIT_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(60_000),
+  /** How often the sweep embeds chunks that have no vector for EMBEDDING_MODEL (after a model change). */
+  KB_EMBED_SWEEP_MS: z.coerce.number().int().min(1000).default(600_000),
   /** Interval of the `:` comment that keeps an idle SSE stream open through proxies. */
   SSE_KEEPALIVE_MS: z.coerce.number().int().min(10).default(15_000),
 });

@@ -1,8 +1,15 @@
+import { recordUsageEvents } from './analytics/recorder';
 import { type Authenticator, createAuthenticator } from './auth/authenticate';
 import { createDb, type Db } from './db/client';
 import { applyMigrations } from './db/migrate';
 import type { Config } from './env';
 import { createJobRunner, type JobRunner } from './jobs/runner';
+import { KB_INGEST_QUEUE } from './kb/documents';
+import { createKbEmbedHandler, KB_EMBED_QUEUE } from './kb/embeddings';
+import { parseMetadataFilter } from './kb/filter';
+import { createKbIngestHandler } from './kb/ingest';
+import { queryKnowledgeBase } from './kb/query';
+import { newId } from './lib/ids';
 import { createLogger, type Logger } from './lib/logger';
 import { createOutboundFetch } from './lib/outbound-http';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
@@ -70,7 +77,11 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     concurrency: config.JOB_CONCURRENCY,
     pollIntervalMs: config.JOB_POLL_MS,
     leaseMs: config.JOB_LEASE_MS,
-    recurring: [...transcriptRecurringJobs({ purgeEveryMs: config.TRANSCRIPT_PURGE_INTERVAL_MS })],
+    recurring: [
+      ...transcriptRecurringJobs({ purgeEveryMs: config.TRANSCRIPT_PURGE_INTERVAL_MS }),
+      // Embeds chunks that have no vector for the current model (after a model change, or an outage).
+      ...(config.EMBEDDING_MODEL ? [{ queue: KB_EMBED_QUEUE, everyMs: config.KB_EMBED_SWEEP_MS }] : []),
+    ],
   });
   const llm = createLlmProvider(
     {
@@ -92,11 +103,44 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     allowPrivate: config.RUNTIME_ALLOW_PRIVATE_URLS,
     maxRedirects: config.RUNTIME_API_MAX_REDIRECTS,
   });
+  const kbQueryDeps = { db, llm, pubsub, logger: logger.child({ component: 'kb' }) };
   const runtime = createRuntime({
     db,
     fetch: outboundFetch as typeof fetch,
     pubsub,
     logger,
+    llm,
+    // AI steps' tokens are credit usage of the turn's project, flow and step (DECISIONS.md §4).
+    recordCredit: async (scope, credit, source) => {
+      const common = {
+        projectId: scope.projectId,
+        environmentId: scope.environmentId,
+        userId: scope.userId,
+        kind: 'credit' as const,
+        model: credit.model,
+        diagramId: source.flowId,
+        nodeId: source.stepId,
+      };
+      const key = `ai:${newId()}`;
+      await recordUsageEvents({ db, pubsub }, [
+        { ...common, type: 'llm-input', tokens: credit.inputTokens, idempotencyKey: `${key}:in` },
+        { ...common, type: 'llm-output', tokens: credit.outputTokens, idempotencyKey: `${key}:out` },
+      ]);
+    },
+    askKnowledgeBase: (scope, question) =>
+      queryKnowledgeBase(kbQueryDeps, {
+        projectId: scope.projectId,
+        environmentId: scope.environmentId,
+        userId: scope.userId,
+        question: question.question,
+        chunkLimit: question.chunkLimit,
+        synthesis: question.synthesis,
+        settings: question.settings,
+        filter: parseMetadataFilter(question.filters ?? {}),
+        diagramId: question.flowId,
+        nodeId: question.stepId,
+        signal: question.signal,
+      }),
     // Each turn goes to its session's transcript, to the usage analytics, and to a log line.
     recorder:
       opts.turnRecorder ??
@@ -121,6 +165,24 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     },
   });
   registerTranscriptJobs(jobs, { db, pubsub, llm, logger: logger.child({ component: 'evaluations' }) });
+  // Knowledge-base URL uploads fetch addresses that users choose: the same guard as API steps.
+  const kbFetch = createOutboundFetch({
+    allowPrivate: config.KB_ALLOW_PRIVATE_URLS,
+    maxRedirects: config.KB_URL_MAX_REDIRECTS,
+  });
+  jobs.register(
+    KB_INGEST_QUEUE,
+    createKbIngestHandler({
+      db,
+      pubsub,
+      llm,
+      logger,
+      fetch: kbFetch,
+      urlTimeoutMs: config.KB_URL_TIMEOUT_MS,
+      maxUrlBytes: config.KB_URL_MAX_BYTES,
+    }),
+  );
+  jobs.register(KB_EMBED_QUEUE, createKbEmbedHandler({ db, llm, pubsub, logger: logger.child({ component: 'kb' }) }));
   return {
     config,
     logger,
@@ -134,6 +196,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
       await runtime.close();
       await outboundFetch.close();
       await jobs.stop({ graceMs: config.SHUTDOWN_GRACE_MS });
+      await kbFetch.close();
       await llm.close();
       await closePubSub();
       await db.close();

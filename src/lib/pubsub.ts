@@ -38,6 +38,13 @@ export interface TranscriptEventPayload {
   evaluationId?: string;
 }
 
+/** A knowledge-base document's ingestion status changed. */
+export interface KbDocumentEventPayload {
+  documentId: string;
+  revision: number;
+  status: string;
+}
+
 /**
  * Every topic, with its routing ID and payload. Payloads are small JSON objects (IDs, not rows),
  * because with REDIS_URL set they travel between instances through Redis.
@@ -53,6 +60,8 @@ export type Topics = {
   usageCounters: [projectId: string, update: UsageCountersPayload];
   /** New logs and evaluation results of one transcript. */
   transcriptEvent: [transcriptId: string, event: TranscriptEventPayload];
+  /** A knowledge-base document was ingested (or failed): wakes `?wait=true` uploads on any instance. */
+  kbDocument: [documentId: string, event: KbDocumentEventPayload];
 };
 
 export type AppPubSub = PubSub<Topics>;

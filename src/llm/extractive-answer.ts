@@ -18,7 +18,7 @@ export interface ExtractiveAnswerOptions {
 }
 
 // Function words and question words: they match everywhere and so say nothing about relevance.
-const STOP_WORDS = new Set(
+export const STOP_WORDS: ReadonlySet<string> = new Set(
   (
     'a about above after again against all am an and any are as at be because been before being below between both but by ' +
     'can could did do does doing down during each few for from further had has have having he her here hers herself him ' +

@@ -11,6 +11,17 @@ export { normalizeText } from './normalize';
 
 export type KbFileType = 'text' | 'markdown' | 'html' | 'pdf' | 'docx' | 'csv' | 'json';
 
+/** The supported types with their main extension, in the order DECISIONS.md §7 lists them. */
+export const kbFileTypes: readonly { type: KbFileType; extension: string }[] = [
+  { type: 'text', extension: 'txt' },
+  { type: 'markdown', extension: 'md' },
+  { type: 'html', extension: 'html' },
+  { type: 'pdf', extension: 'pdf' },
+  { type: 'docx', extension: 'docx' },
+  { type: 'csv', extension: 'csv' },
+  { type: 'json', extension: 'json' },
+];
+
 /** Extensions accepted for upload (DECISIONS.md §7), plus the common spellings .htm and .markdown. */
 const BY_EXTENSION: Record<string, KbFileType> = {
   txt: 'text',

@@ -1,0 +1,383 @@
+import type { Db } from '../db/client';
+import { Prisma } from '../generated/sqlite/client';
+import { enqueueJob, notifyEnqueued } from '../jobs/queue';
+import { notFound } from '../lib/errors';
+import { newId } from '../lib/ids';
+import type { AppPubSub } from '../lib/pubsub';
+import type { PrismaTx } from '../transcripts/db';
+import type { KbFileType } from './parse';
+import { kbLimits } from './validation';
+
+/**
+ * Knowledge-base documents: uploads, replacement, metadata, deletion, listing (DECISIONS.md §7).
+ * An upload stores its content and enqueues an ingestion job in one transaction; the job
+ * (src/kb/ingest.ts) parses, chunks and indexes it, and swaps the new chunks in atomically.
+ */
+
+export const KB_INGEST_QUEUE = 'kb-ingest';
+
+export const kbDocumentStatuses = ['PENDING', 'SUCCESS', 'ERROR'] as const;
+export type KbDocumentStatus = (typeof kbDocumentStatuses)[number];
+
+/** `data.type` of a document: a file's type, `url` or `table`. */
+export const kbDocumentTypes = ['text', 'markdown', 'html', 'pdf', 'docx', 'csv', 'json', 'url', 'table'] as const;
+export type KbDocumentType = (typeof kbDocumentTypes)[number];
+// A new file type must be added above too.
+type _CoversFileTypes = KbFileType extends KbDocumentType ? true : never;
+const _coversFileTypes: _CoversFileTypes = true;
+void _coversFileTypes;
+
+export interface KbIngestJobPayload {
+  documentId: string;
+  revision: number;
+  [key: string]: unknown;
+}
+
+/** What an upload carries. */
+export type KbSourceInput =
+  | { kind: 'file'; type: KbFileType; filename: string; contentType: string | null; bytes: Uint8Array }
+  | { kind: 'url'; url: string; name?: string }
+  | {
+      kind: 'table';
+      name: string;
+      schema: { searchableFields: string[]; metadataFields: string[] };
+      items: Record<string, unknown>[];
+    };
+
+export interface KbDeps {
+  db: Db;
+  pubsub: AppPubSub;
+}
+
+export const documentSelect = {
+  id: true,
+  projectId: true,
+  kind: true,
+  type: true,
+  name: true,
+  url: true,
+  metadata: true,
+  status: true,
+  statusDetail: true,
+  maxChunkSize: true,
+  rowsCount: true,
+  chunkCount: true,
+  revision: true,
+  createdAt: true,
+  updatedAt: true,
+} as const;
+
+export type KbDocumentRow = Prisma.KbDocumentGetPayload<{ select: typeof documentSelect }>;
+
+/** What overwrite=true matches: a file's name, a URL, or a table's name. */
+function sameSourceWhere(projectId: string, source: KbSourceInput): Prisma.KbDocumentWhereInput {
+  switch (source.kind) {
+    case 'file':
+      return { projectId, kind: 'file', name: source.filename };
+    case 'url':
+      return { projectId, kind: 'url', url: source.url };
+    case 'table':
+      return { projectId, kind: 'table', name: source.name };
+  }
+}
+
+function describeSource(source: KbSourceInput): {
+  kind: string;
+  type: KbDocumentType;
+  name: string;
+  url: string | null;
+  rowsCount: number | null;
+} {
+  switch (source.kind) {
+    case 'file':
+      return { kind: 'file', type: source.type, name: source.filename, url: null, rowsCount: null };
+    case 'url':
+      return { kind: 'url', type: 'url', name: source.name ?? source.url, url: source.url, rowsCount: null };
+    case 'table':
+      return { kind: 'table', type: 'table', name: source.name, url: null, rowsCount: source.items.length };
+  }
+}
+
+function sourceColumns(source: KbSourceInput, revision: number) {
+  return {
+    revision,
+    bytes: source.kind === 'file' ? Buffer.from(source.bytes) : null,
+    filename: source.kind === 'file' ? source.filename : null,
+    contentType: source.kind === 'file' ? source.contentType : null,
+    table:
+      source.kind === 'table'
+        ? ({ schema: source.schema, items: source.items } as Prisma.InputJsonValue)
+        : Prisma.DbNull,
+  };
+}
+
+async function enqueueIngestion(tx: PrismaTx, projectId: string, documentId: string, revision: number) {
+  const payload: KbIngestJobPayload = { documentId, revision };
+  await enqueueJob(tx, {
+    queue: KB_INGEST_QUEUE,
+    payload,
+    dedupeKey: `kb-ingest:${documentId}:${revision}`,
+    projectId,
+  });
+}
+
+/** Tells waiters and subscribers that a document's status changed. */
+export function publishDocumentStatus(pubsub: AppPubSub, doc: Pick<KbDocumentRow, 'id' | 'revision' | 'status'>) {
+  pubsub.publish('kbDocument', doc.id, { documentId: doc.id, revision: doc.revision, status: doc.status });
+}
+
+export interface UploadInput {
+  projectId: string;
+  source: KbSourceInput;
+  metadata: Record<string, unknown>;
+  /** Replace the newest document with the same file name, URL or table name, keeping its ID. */
+  overwrite: boolean;
+  maxChunkSize?: number;
+}
+
+/**
+ * Stores an upload and enqueues its ingestion. With `overwrite`, the newest document of the same
+ * file name, URL or table name gets the new content as its next revision (same documentID); its
+ * current chunks stay searchable until the new ones are ready, and stay if ingestion fails.
+ */
+export async function uploadDocument(deps: KbDeps, input: UploadInput): Promise<KbDocumentRow> {
+  const described = describeSource(input.source);
+  const maxChunkSize = input.maxChunkSize ?? kbLimits.chunkSize.default;
+  const doc = await deps.db.prisma.$transaction(async (tx) => {
+    const existing = input.overwrite
+      ? await tx.kbDocument.findFirst({
+          where: sameSourceWhere(input.projectId, input.source),
+          orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+          select: { id: true },
+        })
+      : null;
+    let row: KbDocumentRow;
+    if (existing) {
+      row = await tx.kbDocument.update({
+        where: { id: existing.id },
+        data: {
+          ...described,
+          metadata: input.metadata as Prisma.InputJsonValue,
+          status: 'PENDING',
+          statusDetail: null,
+          maxChunkSize,
+          revision: { increment: 1 },
+        },
+        select: documentSelect,
+      });
+      const columns = sourceColumns(input.source, row.revision);
+      await tx.kbDocumentSource.upsert({
+        where: { documentId: row.id },
+        create: { documentId: row.id, ...columns },
+        update: columns,
+      });
+    } else {
+      row = await tx.kbDocument.create({
+        data: {
+          id: newId(),
+          projectId: input.projectId,
+          ...described,
+          metadata: input.metadata as Prisma.InputJsonValue,
+          maxChunkSize,
+          source: { create: sourceColumns(input.source, 1) },
+        },
+        select: documentSelect,
+      });
+    }
+    await enqueueIngestion(tx, input.projectId, row.id, row.revision);
+    return row;
+  });
+  notifyEnqueued(deps.pubsub, KB_INGEST_QUEUE);
+  return doc;
+}
+
+/** Loads a document of a project (404 otherwise). */
+export async function getDocument(db: Db, projectId: string, documentId: string): Promise<KbDocumentRow> {
+  const doc = await db.prisma.kbDocument.findFirst({ where: { id: documentId, projectId }, select: documentSelect });
+  if (!doc) throw notFound('Document', documentId);
+  return doc;
+}
+
+export interface ReplaceInput {
+  projectId: string;
+  documentId: string;
+  source: Extract<KbSourceInput, { kind: 'file' | 'url' }>;
+  /** New metadata; absent keeps the document's. */
+  metadata?: Record<string, unknown>;
+  maxChunkSize?: number;
+}
+
+/** Gives a document new content (a file or a URL) as its next revision, keeping its ID. */
+export async function replaceDocument(deps: KbDeps, input: ReplaceInput): Promise<KbDocumentRow> {
+  const described = describeSource(input.source);
+  const doc = await deps.db.prisma.$transaction(async (tx) => {
+    const current = await tx.kbDocument.findFirst({
+      where: { id: input.documentId, projectId: input.projectId },
+      select: { id: true },
+    });
+    if (!current) throw notFound('Document', input.documentId);
+    const row = await tx.kbDocument.update({
+      where: { id: current.id },
+      data: {
+        ...described,
+        ...(input.metadata ? { metadata: input.metadata as Prisma.InputJsonValue } : {}),
+        ...(input.maxChunkSize ? { maxChunkSize: input.maxChunkSize } : {}),
+        status: 'PENDING',
+        statusDetail: null,
+        revision: { increment: 1 },
+      },
+      select: documentSelect,
+    });
+    const columns = sourceColumns(input.source, row.revision);
+    await tx.kbDocumentSource.upsert({
+      where: { documentId: row.id },
+      create: { documentId: row.id, ...columns },
+      update: columns,
+    });
+    await enqueueIngestion(tx, input.projectId, row.id, row.revision);
+    return row;
+  });
+  notifyEnqueued(deps.pubsub, KB_INGEST_QUEUE);
+  return doc;
+}
+
+/** A chunk's metadata: the document's, with a table row's own metadataFields over it. */
+export function chunkMetadata(
+  documentMetadata: Record<string, unknown>,
+  rowMetadata: Record<string, unknown> | null | undefined,
+): Record<string, unknown> {
+  return rowMetadata ? { ...documentMetadata, ...rowMetadata } : documentMetadata;
+}
+
+/**
+ * Sets a document's metadata and the metadata of its chunks in one transaction, so filters see
+ * the new values at once (table rows keep their own metadataFields on top).
+ */
+export async function updateDocumentMetadata(
+  deps: KbDeps,
+  input: { projectId: string; documentId: string; metadata: Record<string, unknown> },
+): Promise<KbDocumentRow> {
+  return deps.db.prisma.$transaction(async (tx) => {
+    const current = await tx.kbDocument.findFirst({
+      where: { id: input.documentId, projectId: input.projectId },
+      select: { id: true, kind: true },
+    });
+    if (!current) throw notFound('Document', input.documentId);
+    const metadata = input.metadata as Prisma.InputJsonValue;
+    const row = await tx.kbDocument.update({ where: { id: current.id }, data: { metadata }, select: documentSelect });
+    if (current.kind !== 'table') {
+      await tx.kbChunk.updateMany({ where: { documentId: current.id }, data: { metadata } });
+      return row;
+    }
+    const chunks = await tx.kbChunk.findMany({
+      where: { documentId: current.id },
+      select: { seq: true, rowMetadata: true },
+    });
+    await setChunkMetadata(
+      tx,
+      deps.db.provider,
+      chunks.map((c) => ({
+        seq: c.seq,
+        metadata: chunkMetadata(input.metadata, c.rowMetadata as Record<string, unknown> | null),
+      })),
+    );
+    return row;
+  });
+}
+
+/** Rows per statement of a bulk metadata update (one JSON parameter each). */
+const metadataBatch = 1000;
+
+/** Sets the metadata of many chunks, a thousand per statement (the rows travel as one JSON parameter). */
+async function setChunkMetadata(
+  tx: PrismaTx,
+  provider: Db['provider'],
+  rows: { seq: number; metadata: Record<string, unknown> }[],
+): Promise<void> {
+  for (let i = 0; i < rows.length; i += metadataBatch) {
+    const json = JSON.stringify(rows.slice(i, i + metadataBatch).map((r) => ({ seq: r.seq, m: r.metadata })));
+    if (provider === 'sqlite') {
+      await tx.$executeRaw`
+        UPDATE "KbChunk" SET "metadata" = j.m
+        FROM (SELECT json_extract(value, '$.seq') AS seq, json_extract(value, '$.m') AS m FROM json_each(${json})) AS j
+        WHERE "KbChunk"."seq" = j.seq`;
+    } else {
+      await tx.$executeRaw`
+        UPDATE "KbChunk" AS c SET "metadata" = j.m
+        FROM jsonb_to_recordset(${json}::jsonb) AS j(seq integer, m jsonb)
+        WHERE c."seq" = j.seq`;
+    }
+  }
+}
+
+/** Deletes a document with its chunks, their index entries and embeddings, and any pending upload. */
+export async function deleteDocument(db: Db, input: { projectId: string; documentId: string }): Promise<void> {
+  const { count } = await db.prisma.kbDocument.deleteMany({
+    where: { id: input.documentId, projectId: input.projectId },
+  });
+  if (count === 0) throw notFound('Document', input.documentId);
+}
+
+export interface ListDocumentsInput {
+  projectId: string;
+  /** From 1. */
+  page: number;
+  limit: number;
+  type?: KbDocumentType;
+  status?: KbDocumentStatus;
+}
+
+/** A page of a project's documents, newest first, and how many there are in all. */
+export async function listDocuments(
+  db: Db,
+  input: ListDocumentsInput,
+): Promise<{ total: number; documents: KbDocumentRow[] }> {
+  const where: Prisma.KbDocumentWhereInput = {
+    projectId: input.projectId,
+    ...(input.type ? { type: input.type } : {}),
+    ...(input.status ? { status: input.status } : {}),
+  };
+  const [total, documents] = await Promise.all([
+    db.prisma.kbDocument.count({ where }),
+    db.prisma.kbDocument.findMany({
+      where,
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      skip: (input.page - 1) * input.limit,
+      take: input.limit,
+      select: documentSelect,
+    }),
+  ]);
+  return { total, documents };
+}
+
+/**
+ * Waits until the document's `revision` is ingested (SUCCESS or ERROR), a newer revision replaced
+ * it, or `timeoutMs` passed; returns the document as it then is. Status events come through the
+ * pubsub (so a worker on another instance wakes this one); a slow poll covers a lost event.
+ */
+export async function waitForDocument(
+  deps: KbDeps,
+  input: { projectId: string; documentId: string; revision: number; timeoutMs: number; signal?: AbortSignal },
+): Promise<KbDocumentRow> {
+  const events = deps.pubsub.subscribe('kbDocument', input.documentId)[Symbol.asyncIterator]();
+  const deadline = Date.now() + input.timeoutMs;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    for (;;) {
+      const doc = await getDocument(deps.db, input.projectId, input.documentId);
+      const settled = doc.revision !== input.revision || doc.status !== 'PENDING';
+      const remaining = deadline - Date.now();
+      if (settled || remaining <= 0 || input.signal?.aborted) return doc;
+      await Promise.race([
+        events.next(),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, Math.min(1000, remaining));
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+  } finally {
+    clearTimeout(timer);
+    await events.return?.();
+  }
+}
