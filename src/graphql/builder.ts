@@ -49,6 +49,8 @@ export const builder = new SchemaBuilder<{
     JSONObject: { Input: Record<string, unknown>; Output: Record<string, unknown> };
     /** Integers within ±(2^53 − 1), the bound of SPEC.md's usage numbers (GraphQL's Int is 32-bit). */
     SafeInt: { Input: number; Output: number };
+    /** An uploaded file (GraphQL multipart request; the REST adapter passes multipart files as these). */
+    File: { Input: File; Output: never };
   };
   DefaultFieldNullability: false;
   DefaultInputFieldRequiredness: false;

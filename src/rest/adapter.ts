@@ -5,9 +5,10 @@ import { isAsyncIterable } from 'graphql-yoga';
 import type { z } from 'zod';
 import type { Context } from '../graphql/context';
 import type { ParleyYoga } from '../graphql/yoga';
-import { type ErrorDetail, issuesToDetails, summarizeDetails } from '../lib/errors';
+import { AppError, type ErrorDetail, issuesToDetails, summarizeDetails } from '../lib/errors';
 import type { Logger } from '../lib/logger';
 import { sendError } from './errors';
+import { readMultipart } from './multipart';
 import { openSseStream, type SseFraming, type SseMessage } from './sse';
 
 /** A REST request after its path, query and body passed their schemas. */
@@ -31,14 +32,25 @@ export interface OperationRoute {
   path: string;
   /** One-line description for docs/rest.md. */
   summary: string;
-  /** A GraphQL document with exactly one operation. */
+  /**
+   * A GraphQL document with one operation, or with several named ones and `operationName` to
+   * pick one per request (an upload route runs the file or the URL mutation).
+   */
   operation: string;
+  // biome-ignore lint/suspicious/noExplicitAny: each route's own schemas give the request its type.
+  operationName?: (req: RestRequest<any, any, any>) => string;
   params?: z.ZodType;
   query?: z.ZodType;
   /** Schema of the JSON body; absent when the route takes none. */
   body?: z.ZodType;
   /** Accept a request without a body (the schema then sees `{}`). */
   bodyOptional?: boolean;
+  /**
+   * Accept multipart/form-data as well: the parts are read by a streaming parser (one file, at
+   * most the router's `maxUploadBytes`) and `{fields, file}` (src/rest/multipart.ts) must pass
+   * this schema, whose output becomes the request's body.
+   */
+  multipart?: { body: z.ZodType };
   // biome-ignore lint/suspicious/noExplicitAny: each route's own schemas give these their types.
   variables: (req: RestRequest<any, any, any>) => Record<string, unknown>;
   /** Maps the operation's data (and, for options such as `encode`, the request) to the response body; absent for 204. */
@@ -69,6 +81,8 @@ export interface RestRouterOptions {
   logger: Logger;
   /** Interval of the SSE keep-alive comment (default 15 s). */
   sseKeepAliveMs?: number;
+  /** Largest file of a multipart route (default 10 MB). */
+  maxUploadBytes?: number;
 }
 
 interface PreparedRoute {
@@ -80,13 +94,15 @@ interface PreparedRoute {
 function prepare(route: RestRoute, yoga: ParleyYoga): PreparedRoute {
   const document = parse(route.operation);
   const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
-  if (operations.length !== 1) throw new Error(`${route.method} ${route.path}: the document must hold one operation`);
+  if (operations.length !== 1 && !route.operationName) {
+    throw new Error(`${route.method} ${route.path}: the document must hold one operation, or the route pick one`);
+  }
   const { schema } = yoga.getEnveloped({});
   const errors = validate(schema, document);
   if (errors.length) {
     throw new Error(`${route.method} ${route.path}: invalid operation: ${errors.map((e) => e.message).join('; ')}`);
   }
-  const op = operations[0];
+  const op = operations.length === 1 ? operations[0] : undefined;
   return { route, document, operationName: op && 'name' in op ? op.name?.value : undefined };
 }
 
@@ -237,7 +253,17 @@ export function createRestRouter(opts: RestRouterOptions): Router {
           return;
         }
         let body: unknown;
-        if (route.body) {
+        if (route.multipart && req.is('multipart/form-data')) {
+          const form = await readMultipart(req, { maxFileBytes: opts.maxUploadBytes ?? 10 * 1024 * 1024 });
+          const parsedForm = parseWith(route.multipart.body, form);
+          if (!parsedForm.ok) {
+            sendError(res, 400, 'VALIDATION_FAILED', summarizeDetails(parsedForm.details), {
+              details: parsedForm.details,
+            });
+            return;
+          }
+          body = parsedForm.value;
+        } else if (route.body) {
           if (!hasBody(req)) {
             if (!route.bodyOptional) {
               sendError(res, 400, 'VALIDATION_FAILED', 'This endpoint needs a JSON request body.');
@@ -245,7 +271,14 @@ export function createRestRouter(opts: RestRouterOptions): Router {
             }
             body = {};
           } else if (!isJsonRequest(req)) {
-            sendError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', 'Send the request body as application/json.');
+            sendError(
+              res,
+              415,
+              'UNSUPPORTED_MEDIA_TYPE',
+              route.multipart
+                ? 'Send the request body as multipart/form-data or application/json.'
+                : 'Send the request body as application/json.',
+            );
             return;
           } else {
             body = req.body;
@@ -265,7 +298,8 @@ export function createRestRouter(opts: RestRouterOptions): Router {
           await runStream(opts, prepared as PreparedRoute & { route: StreamRoute }, req, res, variables, requestId);
           return;
         }
-        const result = await run(opts.yoga, prepared, req, variables);
+        const operationName = route.operationName?.(restRequest) ?? prepared.operationName;
+        const result = await run(opts.yoga, { ...prepared, operationName }, req, variables);
         const error = firstError(result);
         if (error) {
           sendGraphQLError(res, error, requestId);
@@ -277,6 +311,10 @@ export function createRestRouter(opts: RestRouterOptions): Router {
         }
         res.status(route.status).json(route.result(result.data, restRequest));
       } catch (err) {
+        if (err instanceof AppError) {
+          sendError(res, err.status, err.code, err.message, { details: err.details, headers: err.headers });
+          return;
+        }
         opts.logger.error({ err, requestId, route: `${route.method} ${route.path}` }, 'REST route failed');
         sendError(res, 500, 'INTERNAL_ERROR', `Unexpected error. Quote request ID ${requestId} when reporting it.`, {
           requestId,

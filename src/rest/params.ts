@@ -57,3 +57,10 @@ export const queryStringList = () =>
     },
     z.array(z.string().min(1)).max(100),
   );
+
+/** An optional one-of-these query parameter: absent or empty means "not given". */
+export const queryOptionalEnum = <T extends readonly [string, ...string[]]>(values: T) =>
+  z.preprocess((raw) => {
+    const v = single(raw);
+    return v === undefined || v === '' ? undefined : v;
+  }, z.enum(values).optional());

@@ -8,6 +8,16 @@ import {
   runEvaluationBody,
   updateEvaluationBody,
 } from '../evaluations/validation';
+import { kbDocumentStatuses, kbDocumentTypes } from '../kb/documents';
+import {
+  documentUrlSchema,
+  kbLimits,
+  kbQueryInputSchema,
+  metadataSchema,
+  tableUploadBody,
+  updateMetadataBody,
+  urlUploadBody,
+} from '../kb/validation';
 import {
   actionSchema,
   environmentRefSchema,
@@ -28,7 +38,7 @@ import {
   updatePropertyBody,
 } from '../transcripts/validation';
 import type { RestRequest, RestRoute } from './adapter';
-import { pathId, queryBool, queryEnum, queryInt, queryStringList } from './params';
+import { pathId, queryBool, queryEnum, queryInt, queryOptionalEnum, queryStringList } from './params';
 import { runtimeBetaFraming, runtimeV2Framing } from './sse';
 
 /**
@@ -716,4 +726,297 @@ const transcriptRoutes: RestRoute[] = [
   },
 ];
 
-export const routes: readonly RestRoute[] = [...accountRoutes, ...usageRoutes, ...runtimeRoutes, ...transcriptRoutes];
+// ── Knowledge base ──────────────────────────────────────────────────────────────────────────────
+// SPEC.md "Knowledge base", DECISIONS.md §7; list, get, replace, metadata and delete are Parley's
+// (docs/knowledge-base.md). A project key works on its project; other keys add ?projectID=.
+
+const kbDocumentFields = `documentID projectID data { type name url rowsCount } metadata status { type data }
+  chunkCount maxChunkSize revision createdAt updatedAt`;
+
+interface KbDocumentData {
+  documentID: string;
+  projectID: string;
+  data: { type: string; name: string; url: string | null; rowsCount: number | null };
+  metadata: Record<string, unknown>;
+  status: { type: string; data: string | null };
+  chunkCount: number;
+  maxChunkSize: number;
+  revision: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A document as DECISIONS.md §7 shapes it (absent rather than null for url, rowsCount, status.data). */
+function kbDocument(d: KbDocumentData) {
+  return {
+    documentID: d.documentID,
+    data: {
+      type: d.data.type,
+      name: d.data.name,
+      ...(d.data.url !== null ? { url: d.data.url } : {}),
+      ...(d.data.rowsCount !== null ? { rowsCount: d.data.rowsCount } : {}),
+    },
+    metadata: d.metadata,
+    status: { type: d.status.type, ...(d.status.data !== null ? { data: d.status.data } : {}) },
+    updatedAt: d.updatedAt,
+    createdAt: d.createdAt,
+    chunkCount: d.chunkCount,
+    maxChunkSize: d.maxChunkSize,
+    revision: d.revision,
+  };
+}
+
+const kbProjectQuery = { projectID: pathId('project').optional() };
+const kbUploadQuery = z.object({
+  ...kbProjectQuery,
+  overwrite: queryBool(false),
+  maxChunkSize: queryInt({
+    min: kbLimits.chunkSize.min,
+    max: kbLimits.chunkSize.max,
+    default: kbLimits.chunkSize.default,
+  }),
+  wait: queryBool(false),
+});
+
+/** A multipart upload: one `file` part and an optional `metadata` part holding a JSON object. */
+const fileUploadForm = z
+  .object({
+    fields: z.strictObject({ metadata: z.string().optional() }),
+    file: z
+      .object({
+        field: z.string(),
+        filename: z.string(),
+        contentType: z.string().nullable(),
+        bytes: z.instanceof(Buffer),
+      })
+      .nullable(),
+  })
+  .transform((form, ctx) => {
+    if (form.file?.field !== 'file') {
+      ctx.addIssue({ code: 'custom', path: ['file'], message: 'is required: send the document as the "file" part' });
+      return z.NEVER;
+    }
+    // Absent: {} for a new document, the document's own when replacing one.
+    if (form.fields.metadata === undefined || form.fields.metadata.trim() === '') {
+      return { kind: 'file' as const, file: form.file, metadata: undefined };
+    }
+    let metadata: unknown;
+    try {
+      metadata = JSON.parse(form.fields.metadata);
+    } catch {
+      ctx.addIssue({ code: 'custom', path: ['metadata'], message: 'must be JSON text of an object' });
+      return z.NEVER;
+    }
+    const checked = metadataSchema.safeParse(metadata);
+    if (!checked.success) {
+      for (const issue of checked.error.issues) ctx.addIssue({ ...issue, path: ['metadata', ...issue.path] } as never);
+      return z.NEVER;
+    }
+    return { kind: 'file' as const, file: form.file, metadata: checked.data };
+  });
+
+type FileUpload = z.infer<typeof fileUploadForm>;
+type UrlUpload = z.infer<typeof urlUploadBody>;
+const isFileUpload = (body: FileUpload | UrlUpload): body is FileUpload => 'kind' in body && body.kind === 'file';
+
+/** The multipart file as the GraphQL File the upload mutations take. */
+const asFile = (upload: FileUpload) =>
+  new File([new Uint8Array(upload.file.bytes)], upload.file.filename, { type: upload.file.contentType ?? '' });
+
+const kbUploadOperations = `
+  mutation UploadKnowledgeBaseFile($projectID: ID, $file: File!, $metadata: JSONObject, $overwrite: Boolean, $maxChunkSize: Int, $wait: Boolean) {
+    document: uploadKnowledgeBaseFile(projectID: $projectID, file: $file, metadata: $metadata, overwrite: $overwrite, maxChunkSize: $maxChunkSize, wait: $wait) { ${kbDocumentFields} }
+  }
+  mutation UploadKnowledgeBaseUrl($projectID: ID, $url: String!, $name: String, $metadata: JSONObject, $overwrite: Boolean, $maxChunkSize: Int, $wait: Boolean) {
+    document: uploadKnowledgeBaseUrl(projectID: $projectID, url: $url, name: $name, metadata: $metadata, overwrite: $overwrite, maxChunkSize: $maxChunkSize, wait: $wait) { ${kbDocumentFields} }
+  }`;
+
+const kbReplaceOperations = `
+  mutation ReplaceKnowledgeBaseFile($documentID: ID!, $file: File!, $metadata: JSONObject, $maxChunkSize: Int, $wait: Boolean) {
+    document: replaceKnowledgeBaseDocument(documentID: $documentID, file: $file, metadata: $metadata, maxChunkSize: $maxChunkSize, wait: $wait) { ${kbDocumentFields} }
+  }
+  mutation ReplaceKnowledgeBaseUrl($documentID: ID!, $url: String!, $metadata: JSONObject, $maxChunkSize: Int, $wait: Boolean) {
+    document: replaceKnowledgeBaseDocument(documentID: $documentID, url: $url, metadata: $metadata, maxChunkSize: $maxChunkSize, wait: $wait) { ${kbDocumentFields} }
+  }`;
+
+const kbReplaceUrlBody = z.strictObject({
+  data: z.strictObject({
+    type: z.literal('url', { error: 'must be "url" (send files as multipart/form-data)' }),
+    url: documentUrlSchema,
+    metadata: metadataSchema.optional(),
+  }),
+});
+
+const kbQueryFields = `output chunks { score chunkID documentID content metadata source { type name url } }
+  queryTokens answerTokens totalTokens model`;
+
+interface KbQueryData {
+  output: string | null;
+  chunks: { source: { type: string; name: string; url: string | null } }[];
+}
+
+const kbQueryRoute = (path: string, summary: string): RestRoute => ({
+  method: 'POST',
+  path,
+  summary,
+  operation: `query KnowledgeBaseQuery($input: KnowledgeBaseQueryInput!) { knowledgeBaseQuery(input: $input) { ${kbQueryFields} } }`,
+  query: z.object(kbProjectQuery),
+  body: kbQueryInputSchema,
+  variables: ({ body, query }) => ({ input: { ...body, projectID: body.projectID ?? query.projectID } }),
+  result: (data: { knowledgeBaseQuery: KbQueryData }) => ({
+    ...data.knowledgeBaseQuery,
+    chunks: data.knowledgeBaseQuery.chunks.map((c) => ({
+      ...c,
+      source: { type: c.source.type, name: c.source.name, ...(c.source.url !== null ? { url: c.source.url } : {}) },
+    })),
+  }),
+  status: 200,
+});
+
+const kbRoutes: RestRoute[] = [
+  {
+    method: 'POST',
+    path: '/v1/knowledge-base/docs/upload',
+    summary:
+      'Upload a document: multipart/form-data with `file` (.txt .md .html .pdf .docx .csv .json) and `metadata` (JSON text), or JSON {data: {type: "url", url, metadata}}. Query: overwrite, maxChunkSize (500-1500, default 1000), wait.',
+    operation: kbUploadOperations,
+    operationName: ({ body }) => (isFileUpload(body) ? 'UploadKnowledgeBaseFile' : 'UploadKnowledgeBaseUrl'),
+    query: kbUploadQuery,
+    body: urlUploadBody,
+    multipart: { body: fileUploadForm },
+    variables: ({ body, query }: RestRequest<unknown, z.infer<typeof kbUploadQuery>, FileUpload | UrlUpload>) => {
+      const common = {
+        projectID: query.projectID ?? null,
+        overwrite: query.overwrite,
+        maxChunkSize: query.maxChunkSize,
+        wait: query.wait,
+      };
+      if (isFileUpload(body)) return { ...common, file: asFile(body), metadata: body.metadata ?? {} };
+      return { ...common, url: body.data.url, name: body.data.name ?? null, metadata: body.data.metadata ?? {} };
+    },
+    result: (data) => ({ data: kbDocument(data.document) }),
+    status: 200,
+  },
+  {
+    method: 'POST',
+    path: '/v1/knowledge-base/docs/upload/table',
+    summary:
+      'Upload a table: {data: {name, schema: {searchableFields, metadataFields}, items}}, one chunk per row. Query: overwrite, wait.',
+    operation: `mutation UploadKnowledgeBaseTable($projectID: ID, $input: KnowledgeBaseTableInput!, $overwrite: Boolean, $wait: Boolean) {
+      document: uploadKnowledgeBaseTable(projectID: $projectID, input: $input, overwrite: $overwrite, wait: $wait) { ${kbDocumentFields} }
+    }`,
+    query: kbUploadQuery,
+    body: tableUploadBody,
+    variables: ({ body, query }) => ({
+      projectID: query.projectID ?? null,
+      input: body.data,
+      overwrite: query.overwrite,
+      wait: query.wait,
+    }),
+    result: (data) => ({ data: kbDocument(data.document) }),
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/v1/knowledge-base/docs',
+    summary:
+      "A page of the project's documents, newest first: {total, data}. Query: page (from 1), limit (1-100, default 10), documentType, status (Parley addition).",
+    operation: `query KnowledgeBaseDocuments($projectID: ID, $page: Int, $limit: Int, $type: KnowledgeBaseDocumentType, $status: KnowledgeBaseDocumentStatusType) {
+      knowledgeBaseDocuments(projectID: $projectID, page: $page, limit: $limit, type: $type, status: $status) {
+        total documents { ${kbDocumentFields} }
+      }
+    }`,
+    query: z.object({
+      ...kbProjectQuery,
+      page: queryInt({ min: 1, default: 1 }),
+      limit: queryInt({ min: 1, max: kbLimits.listLimit.max, default: kbLimits.listLimit.default }),
+      documentType: queryOptionalEnum(kbDocumentTypes),
+      status: queryOptionalEnum(kbDocumentStatuses),
+    }),
+    variables: ({ query }) => ({
+      projectID: query.projectID ?? null,
+      page: query.page,
+      limit: query.limit,
+      type: query.documentType ?? null,
+      status: query.status ?? null,
+    }),
+    result: (data) => ({
+      total: data.knowledgeBaseDocuments.total,
+      data: data.knowledgeBaseDocuments.documents.map(kbDocument),
+    }),
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/v1/knowledge-base/docs/:documentID',
+    summary: 'A document and its chunks in order: {data, chunks} (Parley addition).',
+    operation: `query KnowledgeBaseDocument($documentID: ID!) {
+      knowledgeBaseDocument(documentID: $documentID) { ${kbDocumentFields} chunks { chunkID position content tokens metadata } }
+    }`,
+    params: z.object({ documentID: pathId('document') }),
+    variables: ({ params }) => ({ documentID: params.documentID }),
+    result: (data) => {
+      const { chunks, ...document } = data.knowledgeBaseDocument;
+      return { data: kbDocument(document), chunks };
+    },
+    status: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/v1/knowledge-base/docs/:documentID/upload',
+    summary:
+      'Replace a document\'s content, keeping its ID: multipart `file` (+ optional `metadata`) or JSON {data: {type: "url", url, metadata?}}. Query: maxChunkSize, wait (Parley addition).',
+    operation: kbReplaceOperations,
+    operationName: ({ body }) => (isFileUpload(body) ? 'ReplaceKnowledgeBaseFile' : 'ReplaceKnowledgeBaseUrl'),
+    params: z.object({ documentID: pathId('document') }),
+    query: z.object({
+      maxChunkSize: queryInt({ min: kbLimits.chunkSize.min, max: kbLimits.chunkSize.max }),
+      wait: queryBool(false),
+    }),
+    body: kbReplaceUrlBody,
+    multipart: { body: fileUploadForm },
+    variables: ({ params, body, query }) => {
+      const common = { documentID: params.documentID, maxChunkSize: query.maxChunkSize ?? null, wait: query.wait };
+      if (isFileUpload(body)) return { ...common, file: asFile(body), metadata: body.metadata ?? null };
+      const data = (body as z.infer<typeof kbReplaceUrlBody>).data;
+      return { ...common, url: data.url, metadata: data.metadata ?? null };
+    },
+    result: (data) => ({ data: kbDocument(data.document) }),
+    status: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/v1/knowledge-base/docs/:documentID',
+    summary: "Replace a document's metadata, and at once its chunks': {data: {metadata}} (Parley addition).",
+    operation: `mutation UpdateKnowledgeBaseDocumentMetadata($documentID: ID!, $metadata: JSONObject!) {
+      document: updateKnowledgeBaseDocumentMetadata(documentID: $documentID, metadata: $metadata) { ${kbDocumentFields} }
+    }`,
+    params: z.object({ documentID: pathId('document') }),
+    body: updateMetadataBody,
+    variables: ({ params, body }) => ({ documentID: params.documentID, metadata: body.data.metadata }),
+    result: (data) => ({ data: kbDocument(data.document) }),
+    status: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/knowledge-base/docs/:documentID',
+    summary: 'Delete a document, its chunks and their index entries (Parley addition).',
+    operation: `mutation DeleteKnowledgeBaseDocument($documentID: ID!) { deleteKnowledgeBaseDocument(documentID: $documentID) }`,
+    params: z.object({ documentID: pathId('document') }),
+    variables: ({ params }) => ({ documentID: params.documentID }),
+    status: 204,
+  },
+  kbQueryRoute(
+    '/v1/knowledge-base/query',
+    'Query the knowledge base: {question, chunkLimit (1-10, default 2), synthesis (default true), settings {model, temperature, system}, filters}.',
+  ),
+  kbQueryRoute('/knowledge-base/query', 'The same query at the path older clients use.'),
+];
+
+export const routes: readonly RestRoute[] = [
+  ...accountRoutes,
+  ...usageRoutes,
+  ...runtimeRoutes,
+  ...transcriptRoutes,
+  ...kbRoutes,
+];

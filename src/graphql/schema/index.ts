@@ -6,6 +6,7 @@ import './runtime';
 import './usage';
 import './transcripts';
 import './evaluations';
+import './knowledge-base';
 
 /** The whole schema: one file per area registers its types and root fields on the builder. */
 export const schema = lexicographicSortSchema(builder.toSchema());

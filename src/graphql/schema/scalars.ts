@@ -18,3 +18,24 @@ builder.scalarType('DateTime', {
 builder.addScalarType('JSON', JSONResolver);
 builder.addScalarType('JSONObject', JSONObjectResolver);
 builder.addScalarType('SafeInt', SafeIntResolver);
+
+builder.scalarType('File', {
+  description:
+    'An uploaded file: a part of a GraphQL multipart request (github.com/jaydenseric/graphql-multipart-request-spec). Input only.',
+  serialize: () => {
+    throw new GraphQLError('File is an input type');
+  },
+  // Yoga's multipart parser yields its fetch implementation's File, not always Node's own class:
+  // accept anything shaped like one.
+  parseValue: (value) => {
+    const file = value as Partial<File> | null;
+    if (
+      file &&
+      typeof file.arrayBuffer === 'function' &&
+      typeof file.name === 'string' &&
+      typeof file.size === 'number'
+    )
+      return file as File;
+    throw new GraphQLError('File must be an uploaded file (send the request as multipart/form-data)');
+  },
+});
