@@ -4,6 +4,7 @@ import { AppError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { Logger } from '../lib/logger';
 import type { AppPubSub } from '../lib/pubsub';
+import type { LlmProvider } from '../llm';
 import { type AgentDeps, deployAgentVersion, type PublishResult, publishAgent, validateAgentProgram } from './agents';
 import { createEventQueue } from './event-queue';
 import { createExpressionEvaluator, type ExpressionEvaluator, toJsonValue } from './expressions';
@@ -16,7 +17,14 @@ import { type CodeSandbox, createCodeSandbox } from './sandbox/code-sandbox';
 import { createStateStore, type StateLease, type StateStore } from './state-store';
 import { createDefaultStepRegistry } from './steps';
 import type { StepRegistry } from './steps/registry';
-import type { AnyStepType, StepServices } from './steps/step-type';
+import type {
+  AnyStepType,
+  CreditRecord,
+  KnowledgeBaseAnswer,
+  KnowledgeBaseQuestion,
+  StepServices,
+  TurnScope,
+} from './steps/step-type';
 import { createTraceFormatter, type OutputTrace, type TraceProfile } from './trace-format';
 import { cloneState, emptyState, type RuntimeAction, type RuntimeState, type Trace } from './types';
 import type { RequestConfig } from './validation';
@@ -50,6 +58,12 @@ export interface CreateRuntimeOptions {
   extraStepTypes?: readonly AnyStepType[];
   /** HTTP for API steps (default: global fetch). */
   fetch?: typeof fetch;
+  /** Language models, for AI steps. */
+  llm?: LlmProvider;
+  /** Records a step's model call as usage of the turn's project (AI steps). */
+  recordCredit?(scope: TurnScope, credit: CreditRecord, source: { stepId: string; flowId: string }): Promise<void>;
+  /** The knowledge base of the turn's project (knowledge-base and AI steps). */
+  askKnowledgeBase?(scope: TurnScope, question: KnowledgeBaseQuestion): Promise<KnowledgeBaseAnswer>;
 }
 
 export interface TurnRequest {
@@ -139,11 +153,19 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
   const agentDeps: AgentDeps = { db, pubsub: opts.pubsub, registry, sandbox };
   const stepServices: StepServices = {
     fetch: opts.fetch ?? fetch,
+    llm: opts.llm,
     sandbox,
     maxApiResponseBytes: limits.maxApiResponseBytes,
     maxApiTimeoutMs: limits.maxApiTimeoutMs,
     maxCodeTimeoutMs: limits.maxCodeTimeoutMs,
   };
+  /** The step services of one turn: the shared ones, bound to the turn's project and user. */
+  const turnServices = (scope: TurnScope): StepServices => ({
+    ...stepServices,
+    turn: scope,
+    recordCredit: opts.recordCredit ? (credit, source) => opts.recordCredit!(scope, credit, source) : undefined,
+    askKnowledgeBase: opts.askKnowledgeBase ? (question) => opts.askKnowledgeBase!(scope, question) : undefined,
+  });
   const programs = new Map<string, CompiledProgram>();
   const running = new Set<Promise<unknown>>();
 
@@ -274,7 +296,11 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
           timeLimitMs: limits.turnTimeoutMs,
           deadline,
           signal: controller.signal,
-          services: stepServices,
+          services: turnServices({
+            projectId: request.projectId,
+            environmentId: environment.id,
+            userId: request.userId,
+          }),
           evaluator,
           emit,
           customActionStops,

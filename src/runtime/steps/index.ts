@@ -1,5 +1,6 @@
 import { createStepRegistry, type StepRegistry } from './registry';
 import type { AnyStepType } from './step-type';
+import { aiStep } from './types/ai';
 import { apiStep } from './types/api';
 import { captureStep } from './types/capture';
 import { choiceStep } from './types/choice';
@@ -9,6 +10,7 @@ import { customActionStep } from './types/custom-action';
 import { endStep } from './types/end';
 import { gotoStep } from './types/goto';
 import { handoffStep } from './types/handoff';
+import { knowledgeBaseStep } from './types/knowledge-base';
 import { messageStep } from './types/message';
 import { setStep } from './types/set';
 import { waitStep } from './types/wait';
@@ -27,9 +29,11 @@ export const builtInStepTypes: readonly AnyStepType[] = [
   endStep,
   handoffStep,
   customActionStep,
+  aiStep,
+  knowledgeBaseStep,
 ];
 
-/** The built-in step types plus `extra` (later issues' AI steps, or a test's own). */
+/** The built-in step types plus `extra` (a deployment's or a test's own). */
 export function createDefaultStepRegistry(extra: readonly AnyStepType[] = []): StepRegistry {
   return createStepRegistry([...builtInStepTypes, ...extra]);
 }

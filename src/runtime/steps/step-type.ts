@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { LlmProvider } from '../../llm';
 import type { EntitySpec } from '../nlu/entities';
 import type { IntentMatch } from '../nlu/matcher';
 import type { CompiledProgram } from '../program/compile';
@@ -118,6 +119,48 @@ export interface VariableAccess {
   all(): Readonly<Record<string, unknown>>;
 }
 
+/** The conversation a turn belongs to: what steps that record usage or read project data need. */
+export interface TurnScope {
+  projectId: string;
+  environmentId: string;
+  userId: string;
+}
+
+/** A model call's tokens, for `credit_usage`. */
+export interface CreditRecord {
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** A question to the project's knowledge base, as the knowledge-base and AI steps ask it. */
+export interface KnowledgeBaseQuestion {
+  question: string;
+  chunkLimit: number;
+  /** A metadata filter (docs/knowledge-base-filters.md); a bad one throws with the reason. */
+  filters?: unknown;
+  synthesis: boolean;
+  settings?: { model?: string; temperature?: number; system?: string; maxTokens?: number };
+  stepId: string;
+  flowId: string;
+  signal: AbortSignal;
+}
+
+export interface KnowledgeBaseAnswer {
+  output: string | null;
+  chunks: {
+    score: number;
+    chunkID: string;
+    documentID: string;
+    content: string;
+    metadata: Record<string, unknown>;
+    source: { type: string; name: string; url?: string };
+  }[];
+  model: string | null;
+  queryTokens: number;
+  answerTokens: number;
+}
+
 export interface StepServices {
   /** HTTP for API steps (global fetch unless a test injects its own). */
   fetch: typeof fetch;
@@ -128,6 +171,14 @@ export interface StepServices {
   maxApiTimeoutMs: number;
   /** Longest time one code step may run. */
   maxCodeTimeoutMs: number;
+  /** The turn's project, environment and user (set per turn by the runtime). */
+  turn?: TurnScope;
+  /** Language models (AI steps); absent in a runtime built without them. */
+  llm?: LlmProvider;
+  /** Records a model call of a step as `credit_usage` of the turn's project and environment. */
+  recordCredit?(credit: CreditRecord, source: { stepId: string; flowId: string }): Promise<void>;
+  /** Retrieval (and optional synthesis) over the turn's project's knowledge base. */
+  askKnowledgeBase?(question: KnowledgeBaseQuestion): Promise<KnowledgeBaseAnswer>;
 }
 
 export interface StepContext {
