@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { idPattern } from '../lib/ids';
+import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from '../lib/storable-text';
 import {
   type CreditType,
   creditTypes,
@@ -64,21 +65,11 @@ export const usageLimits = {
   recorderBatch: 10_000,
 } as const;
 
-/** A lone surrogate: not well-formed Unicode, which PostgreSQL cannot store. */
-const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 /**
  * A string both engines store as sent: at most `max` characters, no NUL, well-formed Unicode
  * (otherwise PostgreSQL would fail the write, with a 500, rather than the request with a 400).
  */
-export const storableText = (max: number) =>
-  z
-    .string()
-    .max(max)
-    .refine(
-      (s) => !s.includes('\u0000') && !loneSurrogate.test(s),
-      'must be text without NUL characters or lone surrogates',
-    );
+export const storableText = (max: number) => z.string().max(max).refine(isStorableText, UNSTORABLE_TEXT_MESSAGE);
 
 const text = (max: number) => storableText(max).min(1);
 const optionalText = (max: number) => storableText(max).optional();

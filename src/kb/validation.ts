@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { idSchema } from '../admin/validation';
+import { isStorableText, UNSTORABLE_TEXT_MESSAGE, unstorablePathOf } from '../lib/storable-text';
 
 /**
  * The rules of knowledge-base requests (SPEC.md "Knowledge base", DECISIONS.md §7), shared by the
@@ -25,12 +26,19 @@ export const kbLimits = {
 
 const byteLength = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
 
+/** Refuses text PostgreSQL cannot store anywhere inside a JSON value (src/lib/storable-text.ts). */
+const storableJson = (value: unknown, ctx: z.RefinementCtx) => {
+  const at = unstorablePathOf(value);
+  if (at) ctx.addIssue({ code: 'custom', path: at, message: UNSTORABLE_TEXT_MESSAGE });
+};
+
 /** A JSON object of arbitrary members, at most 10 KB as JSON. */
 export const metadataSchema = z
   .record(z.string(), z.unknown(), { error: 'must be a JSON object' })
   .refine((value) => byteLength(value) <= kbLimits.metadataBytes, {
     message: `must be at most ${kbLimits.metadataBytes} bytes as JSON`,
-  });
+  })
+  .superRefine(storableJson);
 
 export const maxChunkSizeSchema = z
   .number()
@@ -41,6 +49,7 @@ export const maxChunkSizeSchema = z
 export const documentUrlSchema = z
   .string()
   .max(kbLimits.url, `must be at most ${kbLimits.url} characters`)
+  .refine(isStorableText, UNSTORABLE_TEXT_MESSAGE)
   .refine(
     (value) => {
       try {
@@ -59,7 +68,7 @@ export const urlUploadBody = z.strictObject({
     type: z.literal('url', { error: 'must be "url" (upload files as multipart/form-data)' }),
     url: documentUrlSchema,
     /** The page's name in listings; defaults to the URL. Parley addition. */
-    name: z.string().min(1).max(kbLimits.name).optional(),
+    name: z.string().min(1).max(kbLimits.name).refine(isStorableText, UNSTORABLE_TEXT_MESSAGE).optional(),
     metadata: metadataSchema.optional(),
   }),
 });
@@ -91,10 +100,14 @@ export const tableSchemaSchema = z
   });
 
 export const tableInputSchema = z.strictObject({
-  name: z.string().min(1, 'must not be empty').max(kbLimits.name, `must be at most ${kbLimits.name} characters`),
+  name: z
+    .string()
+    .min(1, 'must not be empty')
+    .max(kbLimits.name, `must be at most ${kbLimits.name} characters`)
+    .refine(isStorableText, UNSTORABLE_TEXT_MESSAGE),
   schema: tableSchemaSchema,
   items: z
-    .array(z.record(z.string(), z.unknown(), { error: 'must be a JSON object' }))
+    .array(z.record(z.string(), z.unknown(), { error: 'must be a JSON object' }).superRefine(storableJson))
     .min(1, 'must hold at least one row')
     .max(kbLimits.tableRows, `must hold at most ${kbLimits.tableRows} rows`),
   /** Metadata of the whole table, under each row's metadataFields. Parley addition. */

@@ -426,6 +426,8 @@ describeEachDatabase('knowledge base over REST', (provider) => {
     expectError(await upload({ metadata: '{not json' }), 400, 'VALIDATION_FAILED', /metadata/);
     expectError(await upload({ metadata: [1, 2] }), 400, 'VALIDATION_FAILED', /metadata/);
     expectError(await upload({ metadata: { big: 'x'.repeat(11_000) } }), 400, 'VALIDATION_FAILED', /metadata/);
+    // Text PostgreSQL cannot store is refused on both engines alike.
+    expectError(await upload({ metadata: { a: ['ok', 'nul\u0000'] } }), 400, 'VALIDATION_FAILED', /metadata\.a\.1/);
     expectError(await upload({ field: 'document' }), 400, 'VALIDATION_FAILED', /file/);
     expectError(await upload({ fields: { colour: 'red' } }), 400, 'VALIDATION_FAILED', /colour/);
     const post = (body: unknown, path = '/v1/knowledge-base/docs/upload', headers?: Record<string, string>) =>
@@ -462,6 +464,12 @@ describeEachDatabase('knowledge base over REST', (provider) => {
       await table({ name: 't', schema: { searchableFields: [] }, items: [{ a: 1 }] }),
       400,
       'VALIDATION_FAILED',
+    );
+    expectError(
+      await table({ name: 't', schema: { searchableFields: ['a'] }, items: [{ a: 'x' }, { a: '\ud800' }] }),
+      400,
+      'VALIDATION_FAILED',
+      /data\.items\.1\.a/,
     );
 
     const query = (body: Record<string, unknown>) => kbQuery(t.app, p.apiKey, body);

@@ -35,6 +35,7 @@ import {
 } from '../../kb/validation';
 import { AppError, notFound } from '../../lib/errors';
 import { isId } from '../../lib/ids';
+import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from '../../lib/storable-text';
 import { resolveEnvironment } from '../../transcripts/service';
 import { requireProject } from '../access';
 import { builder } from '../builder';
@@ -94,7 +95,12 @@ async function fileSource(ctx: Context, file: File): Promise<Extract<KbSourceInp
   if (file.size > limit) {
     throw new AppError('PAYLOAD_TOO_LARGE', `The file is larger than ${limit} bytes.`);
   }
-  const filename = (file.name || '').trim().slice(0, kbLimits.name);
+  // Control characters (NUL above all, which PostgreSQL cannot store) have no place in a name.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: they are what is removed.
+  const filename = (file.name || '')
+    .replace(/[\u0000-\u001f\u007f]/g, '')
+    .trim()
+    .slice(0, kbLimits.name);
   // The extension decides (a .exe sent as text/plain is still a .exe); a name without one falls
   // back to the part's content type.
   const type = /\.[A-Za-z0-9]+$/.test(filename)
@@ -423,7 +429,9 @@ builder.mutationFields((t) => ({
     authScopes: { scope: 'kb:write' },
     args: {
       url: t.arg.string({ required: true, validate: documentUrlSchema }),
-      name: t.arg.string({ validate: z.string().min(1).max(kbLimits.name).nullish() }),
+      name: t.arg.string({
+        validate: z.string().min(1).max(kbLimits.name).refine(isStorableText, UNSTORABLE_TEXT_MESSAGE).nullish(),
+      }),
       ...uploadArgs(t),
     },
     resolve: async (query, _root, args, ctx) => {

@@ -1,4 +1,5 @@
 import { AppError, type ErrorDetail } from '../../lib/errors';
+import { isStorableText } from '../../lib/storable-text';
 
 /**
  * Knowledge-base metadata filters (docs/knowledge-base-filters.md): the validated form that the
@@ -229,10 +230,6 @@ function countConditions(state: ParseState, n: number, at: string): void {
   }
 }
 
-/** Unpaired surrogates and U+0000: PostgreSQL cannot store them in jsonb, so no metadata holds them. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 is what this looks for.
-const unstorableText = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 /** `what` names the operand in messages: `"$eq"`, `"$in" item 2`. */
 function scalarOperand(what: string, value: unknown, at: string, state: ParseState, allowNull: boolean): FilterScalar {
   countConditions(state, 1, at);
@@ -242,7 +239,8 @@ function scalarOperand(what: string, value: unknown, at: string, state: ParseSta
   }
   switch (typeof value) {
     case 'string':
-      if (unstorableText.test(value)) {
+      // PostgreSQL cannot store such text in jsonb, so no metadata holds it.
+      if (!isStorableText(value)) {
         fail(at, `${what} holds U+0000 or an unpaired surrogate, which no stored metadata can hold`);
       }
       return value;
