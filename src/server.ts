@@ -22,7 +22,7 @@ export async function startServer(config: Config, opts: { services?: AppServices
   const { port } = server.address() as AddressInfo;
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST;
   const url = `http://${host}:${port}`;
-  if (config.JOBS_ENABLED) services.jobs.start();
+  if (config.JOBS_ENABLED) services.startJobs();
   services.logger.info(
     { url, database: services.db.provider, redis: Boolean(config.REDIS_URL), jobs: config.JOBS_ENABLED },
     'Parley is listening',

@@ -5,7 +5,7 @@ import { applyMigrations } from './db/migrate';
 import type { Config } from './env';
 import { createJobRunner, type JobRunner } from './jobs/runner';
 import { KB_INGEST_QUEUE } from './kb/documents';
-import { createKbEmbedHandler, KB_EMBED_QUEUE } from './kb/embeddings';
+import { createKbEmbedHandler, KB_EMBED_QUEUE, requestEmbeddingSweep } from './kb/embeddings';
 import { parseMetadataFilter } from './kb/filter';
 import { createKbIngestHandler } from './kb/ingest';
 import { queryKnowledgeBase } from './kb/query';
@@ -33,8 +33,10 @@ export interface AppServices {
   db: Db;
   pubsub: AppPubSub;
   auth: Authenticator;
-  /** Durable background jobs. Areas register their handlers here; the server (or `parley worker`) starts it. */
+  /** Durable background jobs. Areas register their handlers here; `startJobs` runs them. */
   jobs: JobRunner;
+  /** Starts running background jobs in this process (the server, or `parley worker`). */
+  startJobs(): void;
   /** Language models: OpenAI-compatible when LLM_BASE_URL is set, else the built-in offline provider. */
   llm: LlmProvider;
   /** Agent programs, turns and conversation state. */
@@ -190,6 +192,18 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     pubsub,
     auth,
     jobs,
+    startJobs() {
+      jobs.start();
+      // Chunks embedded with another model (EMBEDDING_MODEL changed before this start) are
+      // re-embedded now rather than at the next sweep. Instances of one deployment starting in the
+      // same minute share this job.
+      if (config.EMBEDDING_MODEL) {
+        const minute = Math.floor(Date.now() / 60_000);
+        requestEmbeddingSweep({ db, pubsub }, `start:${config.EMBEDDING_MODEL}:${minute}`).catch((err) =>
+          logger.warn({ err }, 'could not enqueue the embedding sweep'),
+        );
+      }
+    },
     llm,
     runtime,
     async close() {

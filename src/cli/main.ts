@@ -83,7 +83,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       const services = await createServices(config, {
         logger: createLogger(config.LOG_LEVEL, { component: 'worker' }),
       });
-      services.jobs.start();
+      services.startJobs();
       services.logger.info({ workerId: services.jobs.workerId }, 'Parley worker running');
       const stop = (signal: string) => {
         services.logger.info({ signal }, 'worker stopping');

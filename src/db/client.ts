@@ -129,7 +129,7 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
 }
 
 /** Cosine distance of two little-endian float32 vectors (1 − cosine similarity), as sqlite-vec defines it. */
-function cosineDistance(a: Uint8Array, b: Uint8Array): number | null {
+export function cosineDistance(a: Uint8Array, b: Uint8Array): number | null {
   if (a.byteLength !== b.byteLength || a.byteLength % 4 !== 0) return null;
   const x = new Float32Array(a.buffer.slice(a.byteOffset, a.byteOffset + a.byteLength));
   const y = new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
