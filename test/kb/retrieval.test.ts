@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createProject } from '../../src/admin/service';
 import { createDb, type Db } from '../../src/db/client';
 import type { ScratchDatabase } from '../../src/db/scratch';
 import { Prisma } from '../../src/generated/sqlite/client';
-import { createProject } from '../../src/admin/service';
 import { compileMetadataFilter, parseMetadataFilter } from '../../src/kb/filter';
 import { metadataColumn, searchChunks } from '../../src/kb/search';
 import { newId } from '../../src/lib/ids';
@@ -38,11 +38,22 @@ describeEachDatabase('retrieval with the filter conformance table', (provider) =
     database = await createTestDatabase(provider);
     db = await createDb(database.url);
     const { pubsub } = createAppPubSub();
-    const created = await createProject({ db, pubsub }, { name: 'conformance', workspaceId: null, actor: 'cli', key: {} });
+    const created = await createProject(
+      { db, pubsub },
+      { name: 'conformance', workspaceId: null, actor: 'cli', key: {} },
+    );
     projectId = created.project.id;
     const documentId = newId();
     await db.prisma.kbDocument.create({
-      data: { id: documentId, projectId, kind: 'table', type: 'table', name: 'conformance', metadata: {}, status: 'SUCCESS' },
+      data: {
+        id: documentId,
+        projectId,
+        kind: 'table',
+        type: 'table',
+        name: 'conformance',
+        metadata: {},
+        status: 'SUCCESS',
+      },
     });
     const json = (text: string) => (provider === 'postgresql' ? Prisma.sql`${text}::jsonb` : Prisma.sql`${text}`);
     const rows = table.documents.map(
