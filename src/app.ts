@@ -1,6 +1,7 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { requestIdFrom } from './graphql/context';
 import { createParleyYoga, type ParleyYoga } from './graphql/yoga';
+import { opsRateLimit, useOpsMiddleware } from './ops/app';
 import { createRestRouter } from './rest/adapter';
 import { sendError } from './rest/errors';
 import { routes } from './rest/routes';
@@ -27,6 +28,9 @@ export function buildApp(services: AppServices): ParleyApp {
 
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  app.set('trust proxy', config.TRUST_PROXY);
+  // Spans, metrics, CORS, security headers and GET /metrics (docs/operations.md).
+  useOpsMiddleware(app, services, yoga.graphqlEndpoint);
 
   // A request ID on every request and response; the caller's own when it sends a sane one.
   app.use((req: Request, res: Response, next: NextFunction) => {
@@ -70,6 +74,8 @@ export function buildApp(services: AppServices): ParleyApp {
       sendError(res, 503, 'SERVICE_UNAVAILABLE', 'The database is not reachable.');
     }
   });
+
+  app.use(opsRateLimit(services, yoga.graphqlEndpoint));
 
   // GraphQL: Yoga reads its own bodies; refuse oversized ones before it does.
   app.use((req: Request, res: Response, next: NextFunction) => {

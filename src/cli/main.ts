@@ -7,6 +7,7 @@ import { applyMigrations } from '../db/migrate';
 import { type Config, ConfigError, loadConfig } from '../env';
 import { AppError } from '../lib/errors';
 import { createLogger } from '../lib/logger';
+import { setupTracing } from '../ops/tracing';
 import { exitOnSignals, startServer } from '../server';
 import { type AppServices, createServices } from '../services';
 
@@ -75,11 +76,13 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   const config = loadConfig(env);
   switch (command) {
     case 'serve': {
+      const tracing = await setupTracing(config, createLogger(config.LOG_LEVEL, { component: 'tracing' }));
       const running = await startServer(config);
-      exitOnSignals(running);
+      exitOnSignals(running, { beforeExit: tracing?.shutdown });
       return -1; // keep running
     }
     case 'worker': {
+      const tracing = await setupTracing(config, createLogger(config.LOG_LEVEL, { component: 'tracing' }));
       const services = await createServices(config, {
         logger: createLogger(config.LOG_LEVEL, { component: 'worker' }),
       });
@@ -88,7 +91,10 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       const stop = (signal: string) => {
         services.logger.info({ signal }, 'worker stopping');
         services.close().then(
-          () => process.exit(0),
+          async () => {
+            await tracing?.shutdown();
+            process.exit(0);
+          },
           () => process.exit(1),
         );
       };
