@@ -36,6 +36,8 @@ export interface RateLimiter {
   readonly enabled: boolean;
   /** Spends one request of `subject` in `group`; null when the group is not limited. */
   consume(group: RateLimitGroup, subject: string): Promise<RateLimitDecision | null>;
+  /** Where counters live now: `redis`, `memory` (no REDIS_URL), or `fallback` (Redis unreachable). */
+  store(): 'redis' | 'memory' | 'fallback';
   close(): Promise<void>;
 }
 
@@ -53,12 +55,9 @@ export function ruleOf(config: Config, group: RateLimitGroup): RateLimitRule | n
 
 type Limiter = RateLimiterMemory | RateLimiterRedis;
 
-export function createRateLimiter(
-  config: Config,
-  opts: { logger: Logger; redisUrl?: string } = { logger: undefined as never },
-): RateLimiter {
+export function createRateLimiter(config: Config, opts: { logger: Logger; redisUrl?: string }): RateLimiter {
   if (!config.RATE_LIMIT_ENABLED) {
-    return { enabled: false, consume: async () => null, close: async () => {} };
+    return { enabled: false, consume: async () => null, store: () => 'memory', close: async () => {} };
   }
   const redisUrl = opts.redisUrl ?? config.REDIS_URL;
   let redis: Redis | null = null;
@@ -70,7 +69,7 @@ export function createRateLimiter(
       maxRetriesPerRequest: 0,
       commandTimeout: 250,
     });
-    redis.on('error', (err) => opts.logger?.warn({ err: err.message }, 'rate limiter: redis connection error'));
+    redis.on('error', (err) => opts.logger.warn({ err: err.message }, 'rate limiter: redis connection error'));
   }
   const limiters = new Map<RateLimitGroup, Limiter>();
   for (const group of rateLimitGroups) {
@@ -91,6 +90,7 @@ export function createRateLimiter(
   }
   return {
     enabled: true,
+    store: () => (!redis ? 'memory' : redis.status === 'ready' ? 'redis' : 'fallback'),
     async consume(group, subject) {
       const limiter = limiters.get(group);
       if (!limiter) return null;
@@ -106,7 +106,7 @@ export function createRateLimiter(
       } catch (rejection) {
         if (rejection instanceof RateLimiterRes) return decide(rejection, false);
         // Neither Redis nor the in-memory insurance answered: let the request through and say so.
-        opts.logger?.error({ err: rejection, group }, 'rate limiter failed; request allowed');
+        opts.logger.error({ err: rejection, group }, 'rate limiter failed; request allowed');
         return null;
       }
     },
