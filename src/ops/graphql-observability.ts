@@ -1,5 +1,5 @@
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { type ExecutionResult, getOperationAST } from 'graphql';
+import { type DocumentNode, type ExecutionResult, getOperationAST } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import type { Context } from '../graphql/context';
 import type { Metrics } from './metrics';
@@ -11,7 +11,7 @@ import { tracer } from './tracing';
  * (whose route the span names). Resolvers, and the database calls they make, run inside the span.
  */
 export function useGraphQLObservability(metrics: Metrics | null): Plugin<Context> {
-  const describe = (args: { document: import('graphql').DocumentNode; operationName?: string | null }) => {
+  const describe = (args: { document: DocumentNode; operationName?: string | null }) => {
     const operation = getOperationAST(args.document, args.operationName ?? undefined);
     const type = operation?.operation ?? 'unknown';
     const rawName = operation?.name?.value ?? 'anonymous';

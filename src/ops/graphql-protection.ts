@@ -7,6 +7,7 @@ import {
   type DocumentNode,
   GraphQLError,
   type GraphQLField,
+  type GraphQLSchema,
   getArgumentValues,
   parse,
   print,
@@ -129,7 +130,7 @@ function findOversized(
  * even coerce is left to execution, which reports it as usual.
  */
 export function checkListArguments(
-  schema: import('graphql').GraphQLSchema,
+  schema: GraphQLSchema,
   document: DocumentNode,
   variables: Record<string, unknown> | null | undefined,
   caps: { maxPageSize: number; maxListLength: number },

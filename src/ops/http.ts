@@ -1,6 +1,6 @@
 import { context as otelContext, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import cors from 'cors';
-import type { Express, NextFunction, Request, Response } from 'express';
+import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { constantTimeEqual } from '../auth/keys';
 import type { Config } from '../env';
@@ -191,5 +191,3 @@ export function metricsHandler(metrics: Metrics, token: string | undefined) {
     res.end(await metrics.registry.metrics());
   };
 }
-
-export type { Express };

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { type DocumentNode, GraphQLError, getOperationAST, Kind } from 'graphql';
+import { type DocumentNode, GraphQLError, getOperationAST, Kind, type SelectionNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
@@ -193,7 +193,7 @@ function rootFieldsOf(document: DocumentNode, operationName?: string | null): st
   );
   const fields: string[] = [];
   const seen = new Set<string>();
-  const walk = (selections: readonly import('graphql').SelectionNode[]) => {
+  const walk = (selections: readonly SelectionNode[]) => {
     for (const s of selections) {
       if (s.kind === Kind.FIELD) fields.push(s.name.value);
       else if (s.kind === Kind.INLINE_FRAGMENT) walk(s.selectionSet.selections);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueJob } from '../../src/jobs/queue';
 import { newId } from '../../src/lib/ids';
-import { type TestProject, useTestApp } from '../helpers/app';
+import { startTestApp, type TestApp, type TestProject, useTestApp } from '../helpers/app';
 import { type FakeOpenAiServer, startFakeOpenAiServer } from '../helpers/fake-openai-server';
 import { databaseLanes } from '../helpers/lanes';
 import { publish, v2StreamPath } from '../helpers/runtime';
@@ -45,17 +45,17 @@ describe(`metrics [${provider}]`, () => {
     LLM_PRICES: '{"judge": {"input": 1, "output": 2}}',
     JOB_POLL_MS: '50',
   };
-  beforeAll(async () => {
-    fake = await startFakeOpenAiServer();
-    env.LLM_BASE_URL = fake.baseUrl;
-  });
-  afterAll(async () => {
-    await fake?.close();
-  });
-  const t = useTestApp(provider, { env });
+  const t = {} as { app: TestApp };
   let p: TestProject;
   beforeAll(async () => {
+    // The fake model server first: its URL is part of the app's configuration.
+    fake = await startFakeOpenAiServer();
+    t.app = await startTestApp(provider, { env: { ...env, LLM_BASE_URL: fake.baseUrl } });
     p = await adminProject(t.app);
+  });
+  afterAll(async () => {
+    await t.app?.close();
+    await fake?.close();
   });
 
   const scrape = async () => {

@@ -13,10 +13,10 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/db/schema-source';
 import type { ScratchDatabase } from '../../src/db/scratch';
-import { type TestProject, useTestApp } from '../helpers/app';
+import { startTestApp, type TestApp, type TestProject } from '../helpers/app';
 import { type FakeOpenAiServer, startFakeOpenAiServer } from '../helpers/fake-openai-server';
 import { createTestDatabase, databaseLanes } from '../helpers/lanes';
-import { publish, stream, v2StreamPath } from '../helpers/runtime';
+import { publish, v2StreamPath } from '../helpers/runtime';
 import { adminProject, ingestTranscript } from '../transcripts/helpers';
 
 /**
@@ -44,17 +44,17 @@ describe(`spans [${provider}]`, () => {
     LLM_MAX_RETRIES: '0',
     JOB_POLL_MS: '50',
   };
-  beforeAll(async () => {
-    fake = await startFakeOpenAiServer();
-    env.LLM_BASE_URL = fake.baseUrl;
-  });
-  afterAll(async () => {
-    await fake?.close();
-  });
-  const t = useTestApp(provider, { env });
+  const t = {} as { app: TestApp };
   let p: TestProject;
   beforeAll(async () => {
+    // The fake model server first: its URL is part of the app's configuration.
+    fake = await startFakeOpenAiServer();
+    t.app = await startTestApp(provider, { env: { ...env, LLM_BASE_URL: fake.baseUrl } });
     p = await adminProject(t.app);
+  });
+  afterAll(async () => {
+    await t.app?.close();
+    await fake?.close();
   });
 
   it('continues the caller’s trace: HTTP request, GraphQL operation and database calls, parent to child', async () => {
