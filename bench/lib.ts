@@ -50,6 +50,8 @@ export async function startBenchServer(
     LOG_LEVEL: 'silent',
     HOST: '127.0.0.1',
     PORT: '0',
+    // Benchmarks measure the server, not the rate limiter refusing the load generator.
+    RATE_LIMIT_ENABLED: 'false',
     ...env,
     DATABASE_URL: database.url,
   });

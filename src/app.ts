@@ -1,6 +1,7 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { requestIdFrom } from './graphql/context';
 import { createParleyYoga, type ParleyYoga } from './graphql/yoga';
+import { opsRateLimit, useOpsMiddleware } from './ops/app';
 import { createRestRouter } from './rest/adapter';
 import { sendError } from './rest/errors';
 import { routes } from './rest/routes';
@@ -29,6 +30,9 @@ export function buildApp(services: AppServices): ParleyApp {
 
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  app.set('trust proxy', config.TRUST_PROXY);
+  // Spans, metrics, CORS, security headers and GET /metrics (docs/operations.md).
+  useOpsMiddleware(app, services, yoga.graphqlEndpoint);
 
   // A request ID on every request and response; the caller's own when it sends a sane one.
   app.use((req: Request, res: Response, next: NextFunction) => {
@@ -72,6 +76,8 @@ export function buildApp(services: AppServices): ParleyApp {
       sendError(res, 503, 'SERVICE_UNAVAILABLE', 'The database is not reachable.');
     }
   });
+
+  app.use(opsRateLimit(services, yoga.graphqlEndpoint));
 
   // GraphQL: the body is read here, counting bytes as they arrive, so the limit holds for chunked
   // bodies too (Content-Length alone can be left out); Yoga then uses the buffer as it is. A

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { DEFAULT_PRICES, type PriceTable, parsePriceTable } from './llm/prices';
+import { opsSettings } from './ops/settings';
 
 const booleanFlag = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -136,10 +137,14 @@ const configSchema = z.object({
   KB_EMBED_SWEEP_MS: z.coerce.number().int().min(1000).default(600_000),
   /** Interval of the `:` comment that keeps an idle SSE stream open through proxies. */
   SSE_KEEPALIVE_MS: z.coerce.number().int().min(10).default(15_000),
+
+  // Operations and protection (docs/operations.md).
+  ...opsSettings,
 });
 
 export type Config = z.infer<typeof configSchema> & {
   GRAPHIQL: boolean;
+  GRAPHQL_INTROSPECTION: boolean;
   /** DEFAULT_PRICES, then LLM_PRICES_FILE, then LLM_PRICES: a later source wins per model. */
   llmPrices: PriceTable;
 };
@@ -158,6 +163,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   return {
     ...config,
     GRAPHIQL: config.GRAPHIQL ?? config.NODE_ENV !== 'production',
+    GRAPHQL_INTROSPECTION: config.GRAPHQL_INTROSPECTION ?? config.NODE_ENV !== 'production',
     llmPrices: checkLlmSettings(config),
   };
 }

@@ -14,6 +14,7 @@ import { createLogger, type Logger } from './lib/logger';
 import { createOutboundFetch } from './lib/outbound-http';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
 import { createLlmProvider, type LlmProvider } from './llm';
+import { createOps, instrumentJobs, instrumentLlm, instrumentTurns, type Ops } from './ops';
 import { combineTurnRecorders, createLoggingTurnRecorder, type TurnRecorder } from './runtime/recorder';
 import { createRuntime, type Runtime } from './runtime/service';
 import type { AnyStepType } from './runtime/steps/step-type';
@@ -41,6 +42,8 @@ export interface AppServices {
   llm: LlmProvider;
   /** Agent programs, turns and conversation state. */
   runtime: Runtime;
+  /** Metrics, rate limits and open streams (src/ops, docs/operations.md). */
+  ops: Ops;
   /** Closes what was opened, in reverse order. */
   close(): Promise<void>;
 }
@@ -62,6 +65,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     if (applied.length) logger.info({ applied }, 'applied database migrations');
   }
   const db = await createDb(config.DATABASE_URL);
+  const ops = createOps(config, { logger, db });
   const { pubsub, close: closePubSub } = createAppPubSub(config.REDIS_URL, {
     prefix: config.REDIS_PREFIX,
     onError: (err) => logger.warn({ err }, 'redis connection error'),
@@ -85,7 +89,9 @@ export async function createServices(config: Config, opts: CreateServicesOptions
       ...(config.EMBEDDING_MODEL ? [{ queue: KB_EMBED_QUEUE, everyMs: config.KB_EMBED_SWEEP_MS }] : []),
     ],
   });
-  const llm = createLlmProvider(
+  // Every handler registered from here on gets a span and metrics per attempt.
+  instrumentJobs(jobs, ops.metrics);
+  const providerLlm = createLlmProvider(
     {
       baseUrl: config.LLM_BASE_URL,
       apiKey: config.LLM_API_KEY,
@@ -99,6 +105,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     },
     { logger: logger.child({ component: 'llm' }) },
   );
+  const llm = instrumentLlm(providerLlm, ops.metrics);
   // API steps call URLs that agent authors choose: private and loopback addresses are refused
   // unless the operator allows them (src/lib/outbound-http.ts).
   const outboundFetch = createOutboundFetch({
@@ -144,16 +151,18 @@ export async function createServices(config: Config, opts: CreateServicesOptions
         signal: question.signal,
       }),
     // Each turn goes to its session's transcript, to the usage analytics, and to a log line.
-    recorder:
+    recorder: instrumentTurns(
       opts.turnRecorder ??
-      combineTurnRecorders(
-        [
-          createLoggingTurnRecorder(logger),
-          createTranscriptTurnRecorder({ db, pubsub, retentionMs: retentionMsOf(config) }),
-          createUsageTurnRecorder({ db, pubsub }),
-        ],
-        logger,
-      ),
+        combineTurnRecorders(
+          [
+            createLoggingTurnRecorder(logger),
+            createTranscriptTurnRecorder({ db, pubsub, retentionMs: retentionMsOf(config) }),
+            createUsageTurnRecorder({ db, pubsub }),
+          ],
+          logger,
+        ),
+      ops.metrics,
+    ),
     extraStepTypes: opts.extraStepTypes,
     limits: {
       turnTimeoutMs: config.RUNTIME_TURN_TIMEOUT_MS,
@@ -206,6 +215,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     },
     llm,
     runtime,
+    ops,
     async close() {
       await runtime.close();
       await outboundFetch.close();
@@ -213,6 +223,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
       await kbFetch.close();
       await llm.close();
       await closePubSub();
+      await ops.close();
       await db.close();
     },
   };

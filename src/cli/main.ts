@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createApiKey, createProject, findApiKey, revokeApiKey, rotateApiKey } from '../admin/service';
 import { graceSecondsSchema, idSchema, projectNameSchema, scopesSchema } from '../admin/validation';
@@ -7,6 +8,7 @@ import { applyMigrations } from '../db/migrate';
 import { type Config, ConfigError, loadConfig } from '../env';
 import { AppError } from '../lib/errors';
 import { createLogger } from '../lib/logger';
+import { setupTracing } from '../ops/tracing';
 import { exitOnSignals, startServer } from '../server';
 import { type AppServices, createServices } from '../services';
 
@@ -70,16 +72,27 @@ async function withServices<T>(config: Config, fn: (services: AppServices) => Pr
 
 const adminDeps = (services: AppServices) => ({ db: services.db, pubsub: services.pubsub });
 
+/** The audit log's actor for CLI commands: `cli:<operating-system user>`, so it says who ran them. */
+const cliActor = (() => {
+  try {
+    return `cli:${userInfo().username}`;
+  } catch {
+    return 'cli';
+  }
+})();
+
 export async function runCli(argv: string[], env: Record<string, string | undefined>): Promise<number> {
   const [command, sub, ...rest] = argv;
   const config = loadConfig(env);
   switch (command) {
     case 'serve': {
+      const tracing = await setupTracing(config, createLogger(config.LOG_LEVEL, { component: 'tracing' }));
       const running = await startServer(config);
-      exitOnSignals(running);
+      exitOnSignals(running, { beforeExit: tracing?.shutdown });
       return -1; // keep running
     }
     case 'worker': {
+      const tracing = await setupTracing(config, createLogger(config.LOG_LEVEL, { component: 'tracing' }));
       const services = await createServices(config, {
         logger: createLogger(config.LOG_LEVEL, { component: 'worker' }),
       });
@@ -88,7 +101,10 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       const stop = (signal: string) => {
         services.logger.info({ signal }, 'worker stopping');
         services.close().then(
-          () => process.exit(0),
+          async () => {
+            await tracing?.shutdown();
+            process.exit(0);
+          },
           () => process.exit(1),
         );
       };
@@ -116,7 +132,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
         const created = await createProject(adminDeps(services), {
           name,
           workspaceId,
-          actor: 'cli',
+          actor: cliActor,
           key: { scopes },
         });
         return {
@@ -163,7 +179,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
             projectId,
             scopes,
             name: values.name ?? null,
-            actor: 'cli',
+            actor: cliActor,
           });
           return { keyID: created.key.id, apiKey: created.apiKey, scopes: created.key.scopes.split(' ') };
         });
@@ -182,7 +198,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
         const out = await withServices(config, async (services) => {
           await findApiKey(services, keyId);
           if (sub === 'revoke') {
-            const key = await revokeApiKey(adminDeps(services), { keyId, actor: 'cli' });
+            const key = await revokeApiKey(adminDeps(services), { keyId, actor: cliActor });
             return { keyID: key.id, revokedAt: key.revokedAt?.toISOString() ?? null };
           }
           const graceSeconds = requireValid(
@@ -190,7 +206,11 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
             values.grace === undefined ? 86_400 : Number(values.grace),
             '--grace',
           );
-          const { created, previous } = await rotateApiKey(adminDeps(services), { keyId, graceSeconds, actor: 'cli' });
+          const { created, previous } = await rotateApiKey(adminDeps(services), {
+            keyId,
+            graceSeconds,
+            actor: cliActor,
+          });
           return {
             keyID: created.key.id,
             apiKey: created.apiKey,
@@ -270,7 +290,7 @@ async function runAgentCommand(config: Config, sub: string | undefined, rest: st
     const project = await services.db.prisma.project.findUnique({ where: { id: projectId } });
     if (!project) throw new AppError('NOT_FOUND', `Project "${projectId}" not found`);
     try {
-      const published = await services.runtime.publish({ projectId, environment, program, actor: 'cli' });
+      const published = await services.runtime.publish({ projectId, environment, program, actor: cliActor });
       print({
         agentID: published.agentId,
         versionID: published.versionId,

@@ -1,5 +1,6 @@
 import { useGraphQLSSE } from '@graphql-yoga/plugin-graphql-sse';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { opsGraphqlPlugins } from '../ops/graphql';
 import type { AppServices } from '../services';
 import { setUnusedQueryPolicy } from './builder';
 import { type Context, createContext } from './context';
@@ -24,8 +25,15 @@ export function createParleyYoga(services: AppServices): ParleyYoga {
     graphqlEndpoint: '/graphql',
     graphiql: services.config.GRAPHIQL ? { title: 'Parley GraphQL' } : false,
     landingPage: false,
+    // CORS is the HTTP layer's (CORS_ORIGINS, src/ops/http.ts), for REST and GraphQL alike.
+    cors: false,
     context: ({ request }) => createContext(services, request.headers),
-    plugins: [useErrorShaping(), useHttpStatusInErrorExtensions(), useGraphQLSSE({ endpoint: graphqlSseEndpoint })],
+    plugins: [
+      useErrorShaping(),
+      useHttpStatusInErrorExtensions(),
+      useGraphQLSSE({ endpoint: graphqlSseEndpoint }),
+      ...opsGraphqlPlugins(services, { streamEndpoint: graphqlSseEndpoint }),
+    ],
     logging: {
       debug: (...args) => log.debug(args.map(String).join(' ')),
       info: (...args) => log.info(args.map(String).join(' ')),

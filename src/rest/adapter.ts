@@ -159,6 +159,7 @@ async function runStream(
 ): Promise<void> {
   const { contextFactory, subscribe, schema } = opts.yoga.getEnveloped({
     request: { headers: headersOf(req) },
+    restRoute: `${prepared.route.method} ${prepared.route.path}`,
   } as never);
   const contextValue = (await contextFactory()) as unknown as Context;
   const result = await subscribe({
@@ -214,7 +215,11 @@ async function run(
   req: Request,
   variables: Record<string, unknown>,
 ): Promise<ExecutionResult> {
-  const { contextFactory, execute, schema } = yoga.getEnveloped({ request: { headers: headersOf(req) } } as never);
+  // restRoute marks the operation as a REST route's (src/ops: rate-limited at the HTTP layer, named in spans).
+  const { contextFactory, execute, schema } = yoga.getEnveloped({
+    request: { headers: headersOf(req) },
+    restRoute: `${prepared.route.method} ${prepared.route.path}`,
+  } as never);
   const contextValue = (await contextFactory()) as unknown as Context;
   return (await execute({
     schema,

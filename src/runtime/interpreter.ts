@@ -1,3 +1,4 @@
+import { traceStep } from '../ops/runtime-tracing';
 import { type ExpressionEvaluator, interpolate, interpolateJson, toJsonValue } from './expressions';
 import type { EntitySpec } from './nlu/entities';
 import type { IntentMatch } from './nlu/matcher';
@@ -287,7 +288,9 @@ export async function interpretTurn(opts: InterpretOptions): Promise<InterpretRe
       if (opts.signal.aborted) throw new TurnTimeoutError(opts.timeLimitMs);
       result.stepsRun++;
       emit('block', { blockID: entry.step.id });
-      const outcome = await untilAborted(entry.type.run(entry.step, contextFor(entry, frame)));
+      const outcome = await untilAborted(
+        traceStep(entry, 'run', () => entry.type.run(entry.step, contextFor(entry, frame))),
+      );
       if (!apply(outcome, frame, entry)) return;
     }
   };
@@ -317,7 +320,10 @@ export async function interpretTurn(opts: InterpretOptions): Promise<InterpretRe
         }
         delete frame.storage.waiting;
         result.stepsRun++;
-        const outcome = await untilAborted(entry.type.resume(entry.step, contextFor(entry, frame), input));
+        const resume = entry.type.resume;
+        const outcome = await untilAborted(
+          traceStep(entry, 'resume', () => resume.call(entry.type, entry.step, contextFor(entry, frame), input)),
+        );
         if (!apply(outcome, frame, entry)) return result;
       } else {
         delete frame.storage.waiting;

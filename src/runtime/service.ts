@@ -5,6 +5,7 @@ import { newId } from '../lib/ids';
 import type { Logger } from '../lib/logger';
 import type { AppPubSub } from '../lib/pubsub';
 import type { LlmProvider } from '../llm';
+import { traceTurn } from '../ops/runtime-tracing';
 import { type AgentDeps, deployAgentVersion, type PublishResult, publishAgent, validateAgentProgram } from './agents';
 import { createEventQueue } from './event-queue';
 import { createExpressionEvaluator, type ExpressionEvaluator, toJsonValue } from './expressions';
@@ -396,7 +397,9 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
       const { environment, program } = await deployedProgram(request.projectId, request.environment);
       const turnId = newId();
       const queue = createEventQueue<TurnEvent>();
-      const done = runTurn(turnId, request, { id: environment.id, alias: environment.alias }, program, queue);
+      const done = traceTurn(turnId, request, () =>
+        runTurn(turnId, request, { id: environment.id, alias: environment.alias }, program, queue),
+      );
       running.add(done);
       done.finally(() => running.delete(done)).catch(() => {});
       return { turnId, events: queue, done };

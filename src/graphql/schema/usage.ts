@@ -458,6 +458,8 @@ builder.mutationField('recordUsageEvents', (t) =>
         { db: ctx.services.db, pubsub: ctx.services.pubsub },
         events.map((e, i) => toRecorderEvent(e, environmentIds[i]!)),
       );
+      ctx.services.ops.metrics?.usageEventsIngested.inc({ result: 'recorded' }, recorded.recorded);
+      ctx.services.ops.metrics?.usageEventsIngested.inc({ result: 'duplicate' }, recorded.duplicates);
       return { recorded: recorded.recorded, duplicates: recorded.duplicates };
     },
   }),

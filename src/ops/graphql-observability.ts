@@ -1,0 +1,89 @@
+import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { type DocumentNode, type ExecutionResult, getOperationAST } from 'graphql';
+import { isAsyncIterable, type Plugin } from 'graphql-yoga';
+import type { Context } from '../graphql/context';
+import type { Metrics } from './metrics';
+import type { RestOperationMarker } from './rate-limit';
+import { tracer } from './tracing';
+
+/**
+ * A span and metrics per GraphQL operation, whether it came over /graphql or through a REST route
+ * (whose route the span names). Resolvers, and the database calls they make, run inside the span.
+ */
+export function useGraphQLObservability(metrics: Metrics | null): Plugin<Context> {
+  const describe = (args: { document: DocumentNode; operationName?: string | null }) => {
+    const operation = getOperationAST(args.document, args.operationName ?? undefined);
+    const type = operation?.operation ?? 'unknown';
+    const rawName = operation?.name?.value ?? 'anonymous';
+    return { type, rawName, name: metrics ? metrics.operationName(rawName) : rawName };
+  };
+  const outcomeOf = (result: unknown) =>
+    !isAsyncIterable(result) && (result as ExecutionResult | undefined)?.errors?.length ? 'error' : 'ok';
+
+  return {
+    onExecute({ args, executeFn, setExecuteFn }) {
+      const { type, rawName, name } = describe(args);
+      const rest = (args.contextValue as Context & RestOperationMarker).restRoute;
+      setExecuteFn((execArgs) => {
+        const started = performance.now();
+        return tracer().startActiveSpan(
+          `graphql.${type} ${rawName}`,
+          {
+            kind: SpanKind.INTERNAL,
+            attributes: {
+              'graphql.operation.type': type,
+              'graphql.operation.name': rawName,
+              ...(rest ? { 'parley.rest.route': rest } : {}),
+            },
+          },
+          context.active(),
+          async (span) => {
+            try {
+              const result = await executeFn(execArgs);
+              const outcome = outcomeOf(result);
+              if (outcome === 'error') {
+                const first = (result as ExecutionResult).errors?.[0];
+                span.setAttribute('graphql.error.code', String(first?.extensions?.code ?? 'unknown'));
+                span.setStatus({ code: SpanStatusCode.ERROR, message: first?.message.slice(0, 200) });
+              }
+              metrics?.graphqlOperations.inc({ operation_name: name, operation_type: type, outcome });
+              return result;
+            } catch (err) {
+              metrics?.graphqlOperations.inc({ operation_name: name, operation_type: type, outcome: 'error' });
+              span.setStatus({ code: SpanStatusCode.ERROR });
+              throw err;
+            } finally {
+              metrics?.graphqlDuration.observe(
+                { operation_name: name, operation_type: type },
+                (performance.now() - started) / 1000,
+              );
+              span.end();
+            }
+          },
+        );
+      });
+    },
+    onSubscribe({ args, subscribeFn, setSubscribeFn }) {
+      const { type, rawName, name } = describe(args);
+      setSubscribeFn(async (subArgs) => {
+        // The span covers the start of the subscription (auth, validation, the first await);
+        // its results stream afterwards under their own spans (a runtime turn, its steps).
+        const span = tracer().startSpan(`graphql.${type} ${rawName}`, {
+          attributes: { 'graphql.operation.type': type, 'graphql.operation.name': rawName },
+        });
+        const started = performance.now();
+        try {
+          const result = await context.with(trace.setSpan(context.active(), span), () => subscribeFn(subArgs));
+          metrics?.graphqlOperations.inc({ operation_name: name, operation_type: type, outcome: outcomeOf(result) });
+          return result;
+        } finally {
+          metrics?.graphqlDuration.observe(
+            { operation_name: name, operation_type: type },
+            (performance.now() - started) / 1000,
+          );
+          span.end();
+        }
+      });
+    },
+  };
+}

@@ -1,0 +1,193 @@
+import { context as otelContext, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import cors from 'cors';
+import type { NextFunction, Request, Response } from 'express';
+import helmet from 'helmet';
+import { constantTimeEqual } from '../auth/keys';
+import type { Config } from '../env';
+import { sendError } from '../rest/errors';
+import type { Metrics } from './metrics';
+import { extractContext, tracer } from './tracing';
+
+/**
+ * The HTTP hygiene and signals around every request: CORS, security headers, a span and metrics
+ * per request labelled by route pattern, the registry of open SSE streams (for the gauge and for
+ * shutdown), and GET /metrics.
+ */
+
+/** Headers a browser client may send, and those it may read, across origins. */
+const allowedHeaders = ['Authorization', 'Content-Type', 'Accept', 'X-Request-Id', 'versionID', 'Last-Event-ID'];
+const exposedHeaders = [
+  'X-Request-Id',
+  'Retry-After',
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'Content-Type',
+];
+
+/** CORS from CORS_ORIGINS; without it, no CORS headers at all (same-origin only). */
+export function corsMiddleware(config: Pick<Config, 'CORS_ORIGINS'>) {
+  const origins = config.CORS_ORIGINS;
+  if (!origins) return null;
+  return cors({
+    origin: origins === '*' ? '*' : origins,
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    allowedHeaders,
+    exposedHeaders,
+    // Keys travel in the Authorization header, never in cookies: no credentialed CORS.
+    credentials: false,
+    maxAge: 600,
+    optionsSuccessStatus: 204,
+  });
+}
+
+/** JSON answers need no scripts, styles or frames. */
+const apiCsp = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+/**
+ * GraphiQL (Yoga's page) is one HTML document with inline scripts that loads its bundle, styles and
+ * editor workers from unpkg.com and runs the workers from blob: URLs.
+ */
+const graphiqlCsp = [
+  "default-src 'self'",
+  "script-src 'self' 'unsafe-inline' https://unpkg.com blob:",
+  "style-src 'self' 'unsafe-inline' https://unpkg.com",
+  "font-src 'self' data: https://unpkg.com",
+  "img-src 'self' data: https:",
+  "worker-src 'self' blob:",
+  "connect-src 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+].join('; ');
+
+/** helmet's headers, with a Content-Security-Policy fit for each kind of response. */
+export function securityHeaders(opts: { graphiql: boolean; graphqlEndpoint: string }) {
+  const base = helmet({ contentSecurityPolicy: false });
+  return (req: Request, res: Response, next: NextFunction) => {
+    const graphiqlPage =
+      opts.graphiql && req.method === 'GET' && req.path === opts.graphqlEndpoint && Boolean(req.accepts('text/html'));
+    res.setHeader('Content-Security-Policy', graphiqlPage ? graphiqlCsp : apiCsp);
+    base(req, res, next);
+  };
+}
+
+export type StreamKind = 'rest' | 'graphql';
+
+interface OpenStream {
+  kind: StreamKind;
+  res: Response;
+}
+
+/** The SSE responses open now: runtime turns over REST, and GraphQL subscriptions. */
+export class OpenStreams {
+  private readonly open = new Set<OpenStream>();
+
+  constructor(private readonly metrics: Metrics | null) {}
+
+  add(kind: StreamKind, res: Response): void {
+    const entry = { kind, res };
+    this.open.add(entry);
+    this.metrics?.sseOpen.inc({ kind });
+    res.once('close', () => {
+      if (this.open.delete(entry)) this.metrics?.sseOpen.dec({ kind });
+    });
+  }
+
+  count(kind?: StreamKind): number {
+    return [...this.open].filter((s) => !kind || s.kind === kind).length;
+  }
+}
+
+/** Whether a writeHead call (or the headers set before it) makes this response an event stream. */
+function isEventStream(res: Response, args: unknown[]): boolean {
+  const contentType = (value: unknown) =>
+    typeof value === 'string' && value.toLowerCase().startsWith('text/event-stream');
+  if (contentType(res.getHeader('content-type'))) return true;
+  for (const arg of args) {
+    if (Array.isArray(arg)) {
+      for (let i = 0; i < arg.length; i++) {
+        const item = arg[i] as unknown;
+        if (Array.isArray(item) && String(item[0]).toLowerCase() === 'content-type' && contentType(item[1]))
+          return true;
+        if (typeof item === 'string' && item.toLowerCase() === 'content-type' && contentType(arg[i + 1])) return true;
+      }
+    } else if (arg && typeof arg === 'object') {
+      for (const [name, value] of Object.entries(arg)) {
+        if (name.toLowerCase() === 'content-type' && contentType(value)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+export interface RequestObservabilityOptions {
+  metrics: Metrics | null;
+  streams: OpenStreams;
+  /** The route pattern of a request, for labels and span names. */
+  routeOf: (req: Request) => string;
+  isGraphQL: (path: string) => boolean;
+}
+
+/**
+ * One span per request (continuing the caller's trace when it sends `traceparent`), and the
+ * request counter and duration histogram, labelled by route pattern, when the response is done.
+ */
+export function requestObservability(opts: RequestObservabilityOptions) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const started = performance.now();
+    const parent = extractContext(req.headers);
+    const span = tracer().startSpan(
+      `${req.method}`,
+      {
+        kind: SpanKind.SERVER,
+        attributes: {
+          'http.request.method': req.method,
+          'url.path': req.path,
+          'client.address': req.ip ?? '',
+          'user_agent.original': req.get('user-agent') ?? '',
+        },
+      },
+      parent,
+    );
+    const writeHead = res.writeHead as (...args: unknown[]) => Response;
+    res.writeHead = function patchedWriteHead(this: Response, ...args: unknown[]) {
+      const result = writeHead.apply(this, args);
+      if (isEventStream(res, args)) opts.streams.add(opts.isGraphQL(req.path) ? 'graphql' : 'rest', res);
+      return result;
+    } as Response['writeHead'];
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      const route = opts.routeOf(req);
+      const status = res.headersSent ? res.statusCode : 499;
+      const labels = { method: req.method, route, status: String(status) };
+      opts.metrics?.httpRequests.inc(labels);
+      opts.metrics?.httpDuration.observe(labels, (performance.now() - started) / 1000);
+      span.updateName(`${req.method} ${route}`);
+      span.setAttributes({ 'http.route': route, 'http.response.status_code': status });
+      if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+    };
+    res.once('finish', finish);
+    res.once('close', finish);
+    otelContext.with(trace.setSpan(parent, span), next);
+  };
+}
+
+/** GET /metrics in the Prometheus text format, behind METRICS_TOKEN when it is set. */
+export function metricsHandler(metrics: Metrics, token: string | undefined) {
+  return async (req: Request, res: Response) => {
+    if (token) {
+      const header = req.get('authorization')?.trim() ?? '';
+      const sent = header.replace(/^bearer\s+/i, '');
+      if (!sent || !constantTimeEqual(sent, token)) {
+        res.setHeader('WWW-Authenticate', 'Bearer realm="metrics"');
+        sendError(res, 401, 'UNAUTHENTICATED', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.');
+        return;
+      }
+    }
+    res.setHeader('Content-Type', metrics.registry.contentType);
+    res.setHeader('Cache-Control', 'no-store');
+    res.end(await metrics.registry.metrics());
+  };
+}

@@ -1,0 +1,174 @@
+import { type Attributes, ROOT_CONTEXT, type Span, SpanKind } from '@opentelemetry/api';
+import type { Db, QueryEvent } from '../db/client';
+import type { JobHandler, JobRunner } from '../jobs/runner';
+import { isLlmError } from '../llm/errors';
+import type { ChatRequest, ChatStreamEvent, LlmAccounting, LlmProvider } from '../llm/types';
+import type { TurnRecorder } from '../runtime/recorder';
+import type { Metrics } from './metrics';
+import { failSpan, recordFinishedSpan, tracer } from './tracing';
+
+/**
+ * Wrappers that give the instance's long-lived parts their metrics and spans without those parts
+ * knowing about either: the database (through its query listeners), the job runner (every
+ * handler registered on it), the LLM provider and the turn recorder.
+ */
+
+/** A histogram observation and a span for every Prisma operation. */
+export function instrumentDb(db: Db, metrics: Metrics | null): () => void {
+  const listener = (event: QueryEvent) => {
+    const model = event.model ?? 'raw';
+    metrics?.dbQueryDuration.observe({ model, operation: event.operation }, event.durationMs / 1000);
+    recordFinishedSpan(
+      `prisma ${model}.${event.operation}`,
+      { 'db.system.name': db.provider, 'db.collection.name': model, 'db.operation.name': event.operation },
+      event.durationMs,
+    );
+  };
+  db.queryListeners.add(listener);
+  return () => db.queryListeners.delete(listener);
+}
+
+/**
+ * Wraps every handler registered on the runner: a root span per attempt (a job is its own
+ * trace: the request that enqueued it may be long gone) and the attempt counter and duration.
+ */
+export function instrumentJobs(jobs: JobRunner, metrics: Metrics | null): JobRunner {
+  const register = jobs.register.bind(jobs);
+  jobs.register = (queue: string, handler: JobHandler) => {
+    register(queue, async (job) => {
+      const started = performance.now();
+      const attributes: Attributes = {
+        'parley.job.id': job.id,
+        'parley.job.queue': job.queue,
+        'parley.job.attempt': job.attempt,
+        'parley.job.max_attempts': job.maxAttempts,
+      };
+      return tracer().startActiveSpan(
+        `job ${queue}`,
+        { kind: SpanKind.CONSUMER, attributes },
+        ROOT_CONTEXT,
+        async (span: Span) => {
+          let outcome = 'ok';
+          try {
+            await handler(job);
+          } catch (err) {
+            outcome = job.signal.aborted ? 'aborted' : 'error';
+            failSpan(span, err);
+            throw err;
+          } finally {
+            metrics?.jobRuns.inc({ queue, outcome });
+            metrics?.jobDuration.observe({ queue }, (performance.now() - started) / 1000);
+            span.end();
+          }
+        },
+      );
+    });
+  };
+  return jobs;
+}
+
+/** Turn counts and durations by outcome, then the wrapped recorder. */
+export function instrumentTurns(recorder: TurnRecorder, metrics: Metrics | null): TurnRecorder {
+  return {
+    async record(turn) {
+      const outcome = turn.outcome;
+      metrics?.turns.inc({ outcome });
+      metrics?.turnDuration.observe({ outcome }, (turn.finishedAt.getTime() - turn.startedAt.getTime()) / 1000);
+      await recorder.record(turn);
+    },
+  };
+}
+
+/**
+ * Counts calls, tokens, cost and duration per model, and puts a span around each call with the
+ * model and token counts. The accounting every call already carries (src/llm/metering.ts) is the
+ * source, so the numbers equal those billed to projects.
+ */
+export function instrumentLlm(llm: LlmProvider, metrics: Metrics | null): LlmProvider {
+  const provider = llm.info.provider;
+  const account = (kind: 'chat' | 'embed', accounting: LlmAccounting, span: Span) => {
+    const model = metrics ? metrics.modelName(accounting.model) : accounting.model;
+    metrics?.llmCalls.inc({ provider, model, kind, outcome: 'ok' });
+    metrics?.llmTokens.inc({ provider, model, direction: 'input' }, accounting.inputTokens);
+    if (accounting.outputTokens)
+      metrics?.llmTokens.inc({ provider, model, direction: 'output' }, accounting.outputTokens);
+    if (accounting.cost > 0) metrics?.llmCost.inc({ provider, model }, accounting.cost);
+    metrics?.llmDuration.observe({ provider, model, kind }, accounting.latencyMs / 1000);
+    span.setAttributes({
+      'gen_ai.response.model': accounting.model,
+      'gen_ai.usage.input_tokens': accounting.inputTokens,
+      'gen_ai.usage.output_tokens': accounting.outputTokens,
+      'parley.llm.cost': accounting.cost,
+      'parley.llm.attempts': accounting.attempts,
+    });
+  };
+  const failed = (kind: 'chat' | 'embed', requested: string, err: unknown, span: Span) => {
+    const model = metrics ? metrics.modelName(requested) : requested;
+    metrics?.llmCalls.inc({ provider, model, kind, outcome: isLlmError(err) ? err.kind : 'error' });
+    failSpan(span, err);
+    if (isLlmError(err)) span.setAttribute('parley.llm.error_kind', err.kind);
+  };
+  const startSpan = (kind: 'chat' | 'embed', model: string) =>
+    tracer().startSpan(`llm.${kind} ${model}`, {
+      kind: SpanKind.CLIENT,
+      attributes: { 'gen_ai.system': provider, 'gen_ai.operation.name': kind, 'gen_ai.request.model': model },
+    });
+
+  async function* stream(request: ChatRequest): AsyncGenerator<ChatStreamEvent, void, undefined> {
+    const model = request.model ?? llm.info.defaultModel;
+    const span = startSpan('chat', model);
+    try {
+      for await (const event of llm.stream(request)) {
+        if (event.type === 'end') account('chat', event.result.accounting, span);
+        yield event;
+      }
+    } catch (err) {
+      failed('chat', model, err, span);
+      throw err;
+    } finally {
+      span.end();
+    }
+  }
+
+  return {
+    get info() {
+      return llm.info;
+    },
+    get isLanguageModel() {
+      return llm.isLanguageModel;
+    },
+    get supportsEmbeddings() {
+      return llm.supportsEmbeddings;
+    },
+    async complete(request) {
+      const model = request.model ?? llm.info.defaultModel;
+      const span = startSpan('chat', model);
+      try {
+        const result = await llm.complete(request);
+        account('chat', result.accounting, span);
+        return result;
+      } catch (err) {
+        failed('chat', model, err, span);
+        throw err;
+      } finally {
+        span.end();
+      }
+    },
+    stream,
+    async embed(request) {
+      const model = request.model ?? llm.info.embeddingModel ?? 'none';
+      const span = startSpan('embed', model);
+      try {
+        const result = await llm.embed(request);
+        account('embed', result.accounting, span);
+        return result;
+      } catch (err) {
+        failed('embed', model, err, span);
+        throw err;
+      } finally {
+        span.end();
+      }
+    },
+    close: () => llm.close(),
+  };
+}
