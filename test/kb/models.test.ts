@@ -39,12 +39,10 @@ async function usageItems(app: TestApp, p: TestProject, name: string) {
 describeEachDatabase('knowledge base with a model server', (provider) => {
   let fake: FakeOpenAiServer;
   let app: TestApp;
-  let p: TestProject;
 
   beforeAll(async () => {
     fake = await startFakeOpenAiServer();
     app = await startTestApp(provider, { env: llmEnv(fake) });
-    p = await app.createProject();
   });
   afterAll(async () => {
     await app?.close();
@@ -286,11 +284,11 @@ describeEachDatabase('knowledge base with a model server', (provider) => {
     expect(String(texts[1]?.message)).toContain('Tomorrow will be sunny and warm.');
     // The knowledge-base answer is one text trace, never completion traces (SPEC.md).
     expect(traces.some((tr) => tr.type.startsWith('completion'))).toBe(false);
-    const state = dataOf<{ state: { variables: Record<string, unknown> } }>(turn.reading, 'state')[0]?.state;
-    expect(state?.variables.answer).toBe('It will be sunny.');
-    expect((state?.variables.found as { metadata: { topic: string } }[]).map((c) => c.metadata.topic)).toContain(
-      'weather',
-    );
+    const variables = dataOf<{ state: { variables: Record<string, unknown> } }>(turn.reading, 'state')[0]?.state
+      .variables;
+    expect(variables?.answer).toBe('It will be sunny.');
+    const found = (variables?.found ?? []) as { metadata: { topic: string } }[];
+    expect(found.map((c) => c.metadata.topic)).toContain('weather');
 
     // Model calls of steps are credit usage of their flow and step.
     const credit = await usageItems(app, q, 'credit_usage');

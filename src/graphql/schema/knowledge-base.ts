@@ -96,9 +96,9 @@ async function fileSource(ctx: Context, file: File): Promise<Extract<KbSourceInp
     throw new AppError('PAYLOAD_TOO_LARGE', `The file is larger than ${limit} bytes.`);
   }
   // Control characters (NUL above all, which PostgreSQL cannot store) have no place in a name.
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: they are what is removed.
-  const filename = (file.name || '')
-    .replace(/[\u0000-\u001f\u007f]/g, '')
+  const filename = [...(file.name || '')]
+    .filter((ch) => ch >= ' ' && ch !== '\u007f')
+    .join('')
     .trim()
     .slice(0, kbLimits.name);
   // The extension decides (a .exe sent as text/plain is still a .exe); a name without one falls
