@@ -79,7 +79,7 @@ describeEachDatabase('HTTP basics', (provider) => {
     expect(await big.json()).toMatchObject({ statusCode: 413, errorCode: 'PAYLOAD_TOO_LARGE' });
     const small = await chunked(JSON.stringify({ query: '{ viewer { kind } }' }));
     expect(small.status).toBe(200);
-    expect(await small.json()).toEqual({ data: { viewer: { kind: 'project' } } });
+    expect(await small.json()).toEqual({ data: { viewer: { kind: 'key' } } });
   });
 
   it('answers a body that is not JSON with 415, and a missing body with 400', async () => {
