@@ -120,6 +120,13 @@ function sqliteDialect(column: Prisma.Sql): Dialect {
   // [A-Za-z0-9_-] (parse.ts), so there is nothing to escape inside the quotes.
   const jsonPath = (members: string[]) => '$' + members.map((m) => `."${m}"`).join('');
   const element = Prisma.raw('kbf_e');
+  /**
+   * Numbers as the double JSON.parse makes of them. SQLite reads an integer literal as an exact
+   * 64-bit integer, and JSON.stringify writes a double beyond 2^53 as its shortest decimal
+   * (37533417110707210 for the double 37533417110707208), so compared as stored they would differ
+   * from the number the user sent. Below 2^53 the cast changes nothing; 1 = 1.0 either way.
+   */
+  const asDouble = Prisma.sql`CAST(${element}.value AS REAL)`;
   /** A projected item's JSON when it is an object; '{}' otherwise, since json_each on the text of a string item would fail. */
   const objectOrEmpty = (alias: Prisma.Sql) =>
     Prisma.sql`CASE WHEN ${alias}.type = 'object' THEN ${alias}.value ELSE '{}' END`;
@@ -155,11 +162,8 @@ function sqliteDialect(column: Prisma.Sql): Dialect {
       if (strings.length) {
         tests.push(Prisma.sql`(${element}.type = 'text' AND ${element}.value IN (${Prisma.join(strings)}))`);
       }
-      // Integer and real compare numerically in SQLite (1 = 1.0), exactly between the two kinds.
       if (numbers.length) {
-        tests.push(
-          Prisma.sql`(${element}.type IN ('integer', 'real') AND ${element}.value IN (${Prisma.join(numbers)}))`,
-        );
+        tests.push(Prisma.sql`(${element}.type IN ('integer', 'real') AND ${asDouble} IN (${Prisma.join(numbers)}))`);
       }
       // Booleans and null are told apart by type alone: a boolean's value column reads 1 or 0.
       const types = values
@@ -171,10 +175,8 @@ function sqliteDialect(column: Prisma.Sql): Dialect {
     someElementCompares(path, operator, value) {
       // Text compares with the BINARY collation: memcmp of UTF-8, which is code-point order.
       const types = typeof value === 'number' ? Prisma.raw(`('integer', 'real')`) : Prisma.raw(`('text')`);
-      return someElement(
-        path,
-        Prisma.sql`${element}.type IN ${types} AND ${element}.value ${comparison[operator]} ${value}`,
-      );
+      const left = typeof value === 'number' ? asDouble : Prisma.sql`${element}.value`;
+      return someElement(path, Prisma.sql`${element}.type IN ${types} AND ${left} ${comparison[operator]} ${value}`);
     },
     present(path) {
       const { from, where, last, run } = projections(path);
