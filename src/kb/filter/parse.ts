@@ -123,7 +123,7 @@ function parseFilterObject(input: unknown, at: string, depth: number, state: Par
       if (key !== '$and' && key !== '$or') {
         fail(
           here,
-          key in operatorKinds
+          Object.hasOwn(operatorKinds, key)
             ? `operator "${key}" must be applied to a path, e.g. {"path": {"${key}": …}}`
             : `unknown operator "${key}" (only $and and $or may appear beside paths)`,
         );
