@@ -83,6 +83,24 @@ describeEachDatabase('filter conformance table in SQL', (provider) => {
     await probe?.close();
   });
 
+  // The limits exist so that any accepted filter runs: these are the largest in bound parameters.
+  const deepPath = (i: number) => Array.from({ length: 32 }, (_, j) => (j < 31 ? `m${i % 7}[]` : 'leaf')).join('.');
+  it.each([
+    [
+      '$all of 200 values on a 32-member path',
+      { [deepPath(0)]: { $all: Array.from({ length: 200 }, (_, i) => `v${i}`) } },
+    ],
+    ['$nin of null and 199 values', { [deepPath(1)]: { $nin: [null, ...Array.from({ length: 199 }, (_, i) => i)] } }],
+    [
+      '200 paths of 32 members',
+      Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`${deepPath(i)}${i}`, { $ne: null }])),
+    ],
+  ])('the largest filters run: %s', async (_name, filter) => {
+    const parsed = parseMetadataFilter(filter);
+    const want = documents.filter((d) => matchesMetadataFilter(parsed, d.metadata)).map((d) => d.id);
+    expect(await probe.matching(parsed)).toEqual(sorted(want));
+  });
+
   it.each(matchCases)('$name', async ({ filter, expect: expected }) => {
     const parsed = parseMetadataFilter(filter);
     expect(await probe.matching(parsed)).toEqual(sorted(expected));

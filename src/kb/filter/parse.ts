@@ -46,8 +46,13 @@ export type MetadataFilter =
 export const filterLimits = {
   /** Filter objects nested through `$and`/`$or`, counting the top-level object as 1. */
   depth: 10,
-  /** Field conditions; each listed value of `$in`, `$nin` and `$all` counts as one. */
+  /**
+   * Field conditions; each listed value of `$in`, `$nin` and `$all` counts as one, and so does an
+   * empty filter object, so that `$or: [{}, {}, …]` cannot grow without bound either.
+   */
   conditions: 200,
+  /** Member names in one path. Keeps the bound parameters of any filter within both engines' limits. */
+  pathMembers: 32,
 } as const;
 
 const operatorKinds = {
@@ -111,13 +116,15 @@ function parseFilterObject(input: unknown, at: string, depth: number, state: Par
     fail(at, `filters nest deeper than ${filterLimits.depth} levels`);
   }
   const parts: MetadataFilter[] = [];
-  for (const [key, value] of Object.entries(input)) {
+  const entries = Object.entries(input);
+  if (entries.length === 0) countConditions(state, 1, at);
+  for (const [key, value] of entries) {
     const here = `${at}.${key}`;
     if (key.startsWith('$')) {
       if (key !== '$and' && key !== '$or') {
         fail(
           here,
-          key in operatorKinds
+          Object.hasOwn(operatorKinds, key)
             ? `operator "${key}" must be applied to a path, e.g. {"path": {"${key}": …}}`
             : `unknown operator "${key}" (only $and and $or may appear beside paths)`,
         );
@@ -138,6 +145,9 @@ function parseFilterObject(input: unknown, at: string, depth: number, state: Par
 function parsePath(text: string, at: string): FilterPath {
   const steps: PathStep[] = [];
   const segments = text.split('.');
+  if (segments.length > filterLimits.pathMembers) {
+    fail(at, `invalid path: more than ${filterLimits.pathMembers} member names`);
+  }
   for (const [i, segment] of segments.entries()) {
     const match = segmentPattern.exec(segment);
     if (!match) {

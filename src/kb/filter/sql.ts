@@ -7,15 +7,16 @@ import type { FilterPath, FilterScalar, MetadataFilter, RangeOperator } from './
  *
  * - Every user value and every path member is a bound parameter; the only raw SQL is this
  *   module's own text and the caller's column.
- * - The expression is two-valued (never NULL): each condition is an EXISTS, a NOT of one, or an
- *   IS [NOT] NULL test, so `$ne` and `$nin` can be written as NOT of `$eq` and `$in`.
- * - Element tests check the JSON type first, so `"9"` never meets 9 and `true` never meets 1,
- *   which SQLite would otherwise allow (`'9' > 5`, booleans read as 1/0).
+ * - The expression is two-valued (never NULL) over a NOT NULL column: each condition is an
+ *   EXISTS, a containment, a jsonb_path_exists or an IS NOT NULL test, so `$ne` and `$nin` can
+ *   be written as NOT of `$eq` and `$in`.
+ * - Element tests check the JSON type, so `"9"` never meets 9 and `true` never meets 1, which
+ *   SQLite would otherwise allow (`'9' > 5`, booleans read as 1/0).
  * - A dot never steps into an array and a member name never indexes one (`a.0` is the member
- *   "0"): SQLite paths quote every label, PostgreSQL walks with `-> text`, which is NULL on an
- *   array, never `#>`, whose numeric path elements index arrays.
+ *   "0"): SQLite paths quote every label; PostgreSQL never uses `#>`, whose numeric path
+ *   elements index arrays, nor lax jsonpath, which unwraps arrays in the middle of a path.
  *
- * Correlation names start with `kbf_` so they do not shadow the caller's table alias.
+ * SQLite correlation names start with `kbf_`, so that they do not shadow the caller's aliases.
  */
 export function compileMetadataFilter(
   filter: MetadataFilter,
@@ -29,18 +30,14 @@ export function compileMetadataFilter(
 const TRUE = Prisma.raw('TRUE');
 const FALSE = Prisma.raw('FALSE');
 
-/** What differs between the engines: how to reach the elements at a path, and how to test one. */
+/** What differs between the engines: how to reach the elements at a path, and how to test them. */
 interface Dialect {
-  /** Some element of the values at `path` passes `test` (written with `element*` below). */
-  someElement(path: FilterPath, test: Prisma.Sql): Prisma.Sql;
+  /** Some element of the values at `path` equals one of `values` (null included: a JSON null). */
+  someElementEquals(path: FilterPath, values: readonly FilterScalar[]): Prisma.Sql;
+  /** Some element of the values at `path` compares true with `value`, which has the same type. */
+  someElementCompares(path: FilterPath, operator: RangeOperator, value: string | number): Prisma.Sql;
   /** The path reaches at least one value (the key is not missing). */
   present(path: FilterPath): Prisma.Sql;
-  /** The element is one of `values` (same JSON type, numbers numerically); none of them null. */
-  elementIn(values: readonly (string | number | boolean)[]): Prisma.Sql;
-  elementIsNull: Prisma.Sql;
-  elementCompares(operator: RangeOperator, value: string | number): Prisma.Sql;
-  /** A cheap condition implied by "some element equals one of values" (may be TRUE). */
-  equalityHint(path: FilterPath, values: readonly (string | number | boolean)[]): Prisma.Sql;
 }
 
 function compile(filter: MetadataFilter, d: Dialect): Prisma.Sql {
@@ -73,20 +70,16 @@ function compile(filter: MetadataFilter, d: Dialect): Prisma.Sql {
             ' AND ',
           );
     default:
-      return d.someElement(filter.path, d.elementCompares(filter.kind, filter.value));
+      return d.someElementCompares(filter.path, filter.kind, filter.value);
   }
 }
 
 /** `$in`: some element equals a listed value; a listed null also matches a missing key. */
 function equalsAny(path: FilterPath, listed: readonly FilterScalar[], d: Dialect): Prisma.Sql {
-  const values = unique(listed.filter((v): v is string | number | boolean => v !== null));
-  const withNull = listed.includes(null);
-  const tests = [...(values.length ? [d.elementIn(values)] : []), ...(withNull ? [d.elementIsNull] : [])];
-  if (tests.length === 0) return FALSE;
-  const some = d.someElement(path, group(tests, ' OR '));
-  if (withNull) return group([not(d.present(path)), some], ' OR ');
-  const hint = d.equalityHint(path, values);
-  return hint === TRUE ? some : group([hint, some], ' AND ');
+  const values = unique(listed);
+  if (values.length === 0) return FALSE;
+  const some = d.someElementEquals(path, values);
+  return values.includes(null) ? group([not(d.present(path)), some], ' OR ') : some;
 }
 
 function unique<T>(values: readonly T[]): T[] {
@@ -127,6 +120,13 @@ function sqliteDialect(column: Prisma.Sql): Dialect {
   // [A-Za-z0-9_-] (parse.ts), so there is nothing to escape inside the quotes.
   const jsonPath = (members: string[]) => '$' + members.map((m) => `."${m}"`).join('');
   const element = Prisma.raw('kbf_e');
+  /**
+   * Numbers as the double JSON.parse makes of them. SQLite reads an integer literal as an exact
+   * 64-bit integer, and JSON.stringify writes a double beyond 2^53 as its shortest decimal
+   * (37533417110707210 for the double 37533417110707208), so compared as stored they would differ
+   * from the number the user sent. Below 2^53 the cast changes nothing; 1 = 1.0 either way.
+   */
+  const asDouble = Prisma.sql`CAST(${element}.value AS REAL)`;
   /** A projected item's JSON when it is an object; '{}' otherwise, since json_each on the text of a string item would fail. */
   const objectOrEmpty = (alias: Prisma.Sql) =>
     Prisma.sql`CASE WHEN ${alias}.type = 'object' THEN ${alias}.value ELSE '{}' END`;
@@ -146,12 +146,37 @@ function sqliteDialect(column: Prisma.Sql): Dialect {
     return { from, where, last: source, run: runs[runs.length - 1]! };
   }
 
+  /** Some element at `path` passes `test`, an expression over the element's `type` and `value`. */
+  function someElement(path: FilterPath, test: Prisma.Sql): Prisma.Sql {
+    const { from, where, last, run } = projections(path);
+    from.push(Prisma.sql`json_each(${last}, ${jsonPath(run)}) AS ${element}`);
+    where.push(Prisma.sql`typeof(${element}.key) <> 'text'`, Prisma.sql`(${test})`);
+    return Prisma.sql`EXISTS (SELECT 1 FROM ${Prisma.join(from, ', ')} WHERE ${Prisma.join(where, ' AND ')})`;
+  }
+
   return {
-    someElement(path, test) {
-      const { from, where, last, run } = projections(path);
-      from.push(Prisma.sql`json_each(${last}, ${jsonPath(run)}) AS ${element}`);
-      where.push(Prisma.sql`typeof(${element}.key) <> 'text'`, Prisma.sql`(${test})`);
-      return Prisma.sql`EXISTS (SELECT 1 FROM ${Prisma.join(from, ', ')} WHERE ${Prisma.join(where, ' AND ')})`;
+    someElementEquals(path, values) {
+      const tests: Prisma.Sql[] = [];
+      const strings = values.filter((v) => typeof v === 'string');
+      const numbers = values.filter((v) => typeof v === 'number');
+      if (strings.length) {
+        tests.push(Prisma.sql`(${element}.type = 'text' AND ${element}.value IN (${Prisma.join(strings)}))`);
+      }
+      if (numbers.length) {
+        tests.push(Prisma.sql`(${element}.type IN ('integer', 'real') AND ${asDouble} IN (${Prisma.join(numbers)}))`);
+      }
+      // Booleans and null are told apart by type alone: a boolean's value column reads 1 or 0.
+      const types = values
+        .filter((v) => typeof v === 'boolean' || v === null)
+        .map((v) => (v === null ? 'null' : v ? 'true' : 'false'));
+      if (types.length) tests.push(Prisma.sql`${element}.type IN (${Prisma.join(types)})`);
+      return someElement(path, group(tests, ' OR '));
+    },
+    someElementCompares(path, operator, value) {
+      // Text compares with the BINARY collation: memcmp of UTF-8, which is code-point order.
+      const types = typeof value === 'number' ? Prisma.raw(`('integer', 'real')`) : Prisma.raw(`('text')`);
+      const left = typeof value === 'number' ? asDouble : Prisma.sql`${element}.value`;
+      return someElement(path, Prisma.sql`${element}.type IN ${types} AND ${left} ${comparison[operator]} ${value}`);
     },
     present(path) {
       const { from, where, last, run } = projections(path);
@@ -160,70 +185,43 @@ function sqliteDialect(column: Prisma.Sql): Dialect {
       where.push(reached);
       return Prisma.sql`EXISTS (SELECT 1 FROM ${Prisma.join(from, ', ')} WHERE ${Prisma.join(where, ' AND ')})`;
     },
-    elementIn(values) {
-      const tests: Prisma.Sql[] = [];
-      const strings = values.filter((v) => typeof v === 'string');
-      const numbers = values.filter((v) => typeof v === 'number');
-      if (strings.length)
-        tests.push(Prisma.sql`(${element}.type = 'text' AND ${element}.value IN (${Prisma.join(strings)}))`);
-      // Integer and real compare numerically in SQLite (1 = 1.0), exactly between the two kinds.
-      if (numbers.length)
-        tests.push(
-          Prisma.sql`(${element}.type IN ('integer', 'real') AND ${element}.value IN (${Prisma.join(numbers)}))`,
-        );
-      // Booleans are told apart by type alone: their value column reads 1 or 0.
-      const booleans = values.filter((v) => typeof v === 'boolean').map((b) => (b ? 'true' : 'false'));
-      if (booleans.length) tests.push(Prisma.sql`${element}.type IN (${Prisma.join(booleans)})`);
-      return group(tests, ' OR ');
-    },
-    elementIsNull: Prisma.sql`${element}.type = 'null'`,
-    elementCompares(operator, value) {
-      // Text compares with the BINARY collation: memcmp of UTF-8, which is code-point order.
-      const types = typeof value === 'number' ? Prisma.raw(`('integer', 'real')`) : Prisma.raw(`('text')`);
-      return Prisma.sql`(${element}.type IN ${types} AND ${element}.value ${comparison[operator]} ${value})`;
-    },
-    equalityHint: () => TRUE,
   };
 }
 
 /**
- * PostgreSQL jsonb: `->` with a text key walks objects only (NULL on arrays and scalars, and
- * for a missing key). The elements of a value are those of jsonb_array_elements over the value,
- * or over a one-item array made of it; a missing value (SQL NULL) gives '[]', because
- * jsonb_build_array(NULL) is [null] and would make a missing key look like a null.
+ * PostgreSQL jsonb, with no subqueries: every condition is an operator or a function call, which
+ * the planner costs as such. (EXISTS over jsonb_array_elements is costed at 100 rows per call and
+ * per nesting; a filter of many of them pushed plans past jit_above_cost, and compiling those took
+ * seconds.)
+ *
+ * Equality is containment. Below the top level `@>` needs the structures to match, so
+ * `doc @> {"a": {"b": x}}` holds exactly when `a` is an object whose `b` equals x (scalars compare
+ * as jsonb: type-aware, numbers numerically), and `doc @> {"a": {"b": [x]}}` exactly when `b` is
+ * an array with an item equal to x (an item [x] does not count); `[]` in a path becomes an array
+ * around the rest. A GIN index on the column can serve both.
+ *
+ * Ranges and presence are strict-mode jsonpath (`jsonb_path_exists`), written so that it never
+ * raises an error, since an error would end the whole evaluation whichever items came first: each
+ * step is guarded inside a filter (`? (exists(@."b"))."b"`, `? (@.type() == "array")[*]`), where an
+ * error only makes that one item unknown. Strict mode never unwraps arrays (lax mode would, in the
+ * middle of a path), and jsonpath orders strings by code point whatever the database collation.
+ * The jsonpath text is built from member names, which parse.ts restricts to [A-Za-z0-9_-], and is
+ * bound as a parameter; values are passed as jsonpath variables.
  */
 function postgresDialect(column: Prisma.Sql): Dialect {
-  const element = Prisma.raw('kbf_e.value');
-  const walk = (from: Prisma.Sql, members: string[]) =>
-    members.reduce((sql, m) => Prisma.sql`${sql} -> ${m}::text`, Prisma.sql`${from}`);
   /** Numbers travel as their shortest decimal text: a float8 parameter cast to numeric would round to 15 digits. */
-  const numeric = (n: number) => Prisma.sql`to_jsonb(${String(n)}::numeric)`;
-  const jsonbOf = (v: string | number | boolean) =>
-    typeof v === 'number'
-      ? numeric(v)
-      : typeof v === 'string'
-        ? Prisma.sql`to_jsonb(${v}::text)`
-        : Prisma.sql`to_jsonb(${v}::boolean)`;
+  const jsonbOf = (v: FilterScalar) =>
+    v === null
+      ? Prisma.sql`'null'::jsonb`
+      : typeof v === 'number'
+        ? Prisma.sql`to_jsonb(${String(v)}::numeric)`
+        : typeof v === 'string'
+          ? Prisma.sql`to_jsonb(${v}::text)`
+          : Prisma.sql`to_jsonb(${v}::boolean)`;
 
-  /** FROM items walking a path to its values (column `v` of the last alias, NULL when missing). */
-  function values(path: FilterPath): { from: Prisma.Sql; value: Prisma.Sql } {
-    const runs = memberRuns(path);
-    let value = Prisma.raw('kbf_v0.v');
-    let from = Prisma.sql`(SELECT ${walk(column, runs[0]!)} AS v) AS kbf_v0`;
-    for (let i = 1; i < runs.length; i++) {
-      const item = Prisma.raw(`kbf_p${i}`);
-      const next = Prisma.raw(`kbf_v${i}`);
-      from = Prisma.sql`${from}
-        CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(${value}) = 'array' THEN ${value} ELSE '[]'::jsonb END) AS ${item}
-        CROSS JOIN LATERAL (SELECT ${walk(Prisma.sql`${item}.value`, runs[i]!)} AS v) AS ${next}`;
-      value = Prisma.raw(`kbf_v${i}.v`);
-    }
-    return { from, value };
-  }
-
-  /** The jsonb `path` leads to, wrapped around `leaf`: what `@>` looks for. */
-  function nest(path: FilterPath, leaf: Prisma.Sql): Prisma.Sql {
-    return [...path.steps]
+  /** The jsonb that `path` leads to, wrapped around `leaf`. */
+  const nest = (path: FilterPath, leaf: Prisma.Sql): Prisma.Sql =>
+    [...path.steps]
       .reverse()
       .reduce(
         (inner, step) =>
@@ -232,46 +230,42 @@ function postgresDialect(column: Prisma.Sql): Dialect {
             : Prisma.sql`jsonb_build_object(${step.name}::text, ${inner})`,
         leaf,
       );
-  }
+
+  /** jsonpath steps from the current item to the values at `path`, raising no error on any shape. */
+  const walk = (path: FilterPath): string =>
+    path.steps
+      .map((step) =>
+        step.kind === 'each' ? ' ? (@.type() == "array")[*]' : ` ? (exists(@."${step.name}"))."${step.name}"`,
+      )
+      .join('');
+
+  const jsonpathOperator: Record<RangeOperator, string> = { gt: '>', gte: '>=', lt: '<', lte: '<=' };
 
   return {
-    someElement(path, test) {
-      const { from, value } = values(path);
-      return Prisma.sql`EXISTS (SELECT 1 FROM ${from}
-        CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN ${value} IS NULL THEN '[]'::jsonb WHEN jsonb_typeof(${value}) = 'array' THEN ${value} ELSE jsonb_build_array(${value}) END) AS kbf_e
-        WHERE ${test})`;
-    },
-    present(path) {
-      const runs = memberRuns(path);
-      if (runs.length === 1) return Prisma.sql`((${walk(column, runs[0]!)}) IS NOT NULL)`;
-      const { from, value } = values(path);
-      return Prisma.sql`EXISTS (SELECT 1 FROM ${from} WHERE ${value} IS NOT NULL)`;
-    },
-    // jsonb equality is type-aware and numeric: 1 = 1.0, true <> 1, "1" <> 1.
-    elementIn: (values) =>
-      values.length === 1
-        ? Prisma.sql`${element} = ${jsonbOf(values[0]!)}`
-        : Prisma.sql`${element} IN (${Prisma.join(values.map(jsonbOf))})`,
-    elementIsNull: Prisma.sql`jsonb_typeof(${element}) = 'null'`,
-    elementCompares(operator, value) {
-      // Two numbers compare numerically as jsonb. Strings compare as text in the "C" collation
-      // (code-point order, like SQLite), whatever the database's collation is.
-      if (typeof value === 'number') {
-        return Prisma.sql`(jsonb_typeof(${element}) = 'number' AND ${element} ${comparison[operator]} ${numeric(value)})`;
-      }
-      return Prisma.sql`(jsonb_typeof(${element}) = 'string' AND (${element} #>> '{}') COLLATE "C" ${comparison[operator]} ${value}::text)`;
-    },
-    /**
-     * An element equal to x at `a.b` means the document contains {"a": {"b": x}} or, when b is an
-     * array, {"a": {"b": [x]}} (containment compares numbers numerically too). `@>` can use a GIN
-     * index on the column; the exact test still decides.
-     */
-    equalityHint(path, listed) {
+    someElementEquals(path, listed) {
       const probes = listed.flatMap((v) => [
         Prisma.sql`${column} @> ${nest(path, jsonbOf(v))}`,
         Prisma.sql`${column} @> ${nest(path, Prisma.sql`jsonb_build_array(${jsonbOf(v)})`)}`,
       ]);
       return group(probes, ' OR ');
+    },
+    someElementCompares(path, operator, value) {
+      // Comparing across types would be an error (so: unknown, not selected); the type test says it plainly.
+      const test = `@.type() == "${typeof value}" && @ ${jsonpathOperator[operator]} $x`;
+      const values = `@${walk(path)}`;
+      const jsonpath = `strict $ ? (exists(${values} ? (@.type() != "array" && ${test})) || exists(${values} ? (@.type() == "array")[*] ? (${test})))`;
+      return Prisma.sql`jsonb_path_exists(${column}, ${jsonpath}::jsonpath, jsonb_build_object('x', ${jsonbOf(value)}))`;
+    },
+    present(path) {
+      if (path.steps.every((step) => step.kind === 'member')) {
+        // `->` with a text key walks objects only: NULL on arrays and scalars, and for a missing key.
+        const value = path.steps.reduce(
+          (sql, step) => Prisma.sql`${sql} -> ${step.kind === 'member' ? step.name : ''}::text`,
+          Prisma.sql`${column}`,
+        );
+        return Prisma.sql`((${value}) IS NOT NULL)`;
+      }
+      return Prisma.sql`jsonb_path_exists(${column}, ${`strict $${walk(path)}`}::jsonpath)`;
     },
   };
 }
