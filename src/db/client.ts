@@ -76,7 +76,14 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
       transactionOptions: { maxWait: 15_000 },
     });
   } else {
-    const adapter = new PrismaPg({ connectionString: url, max: opts.poolSize ?? 10 });
+    const adapter = new PrismaPg({
+      connectionString: url,
+      max: opts.poolSize ?? 10,
+      // Parley's queries are short (a page, a search, a filter of up to 200 conditions); JIT
+      // compilation, which PostgreSQL starts above a cost estimate those reach on large tables,
+      // took seconds where the query itself takes milliseconds.
+      options: '-c jit=off',
+    });
     base = new PostgresClient({ adapter }) as unknown as PrismaDb;
   }
   await base.$connect();
