@@ -126,6 +126,36 @@ export function publishDocumentStatus(pubsub: AppPubSub, doc: Pick<KbDocumentRow
   pubsub.publish('kbDocument', doc.id, { documentId: doc.id, revision: doc.revision, status: doc.status });
 }
 
+/**
+ * Makes `source` the next revision of an existing document: PENDING again, its upload stored for
+ * the ingestion job. Its chunks are untouched until that job succeeds.
+ */
+async function storeNextRevision(
+  tx: PrismaTx,
+  documentId: string,
+  source: KbSourceInput,
+  changes: { metadata?: Prisma.InputJsonValue; maxChunkSize?: number },
+): Promise<KbDocumentRow> {
+  const row = await tx.kbDocument.update({
+    where: { id: documentId },
+    data: {
+      ...describeSource(source),
+      ...changes,
+      status: 'PENDING',
+      statusDetail: null,
+      revision: { increment: 1 },
+    },
+    select: documentSelect,
+  });
+  const columns = sourceColumns(source, row.revision);
+  await tx.kbDocumentSource.upsert({
+    where: { documentId: row.id },
+    create: { documentId: row.id, ...columns },
+    update: columns,
+  });
+  return row;
+}
+
 export interface UploadInput {
   projectId: string;
   source: KbSourceInput;
@@ -153,23 +183,9 @@ export async function uploadDocument(deps: KbDeps, input: UploadInput): Promise<
       : null;
     let row: KbDocumentRow;
     if (existing) {
-      row = await tx.kbDocument.update({
-        where: { id: existing.id },
-        data: {
-          ...described,
-          metadata: input.metadata as Prisma.InputJsonValue,
-          status: 'PENDING',
-          statusDetail: null,
-          maxChunkSize,
-          revision: { increment: 1 },
-        },
-        select: documentSelect,
-      });
-      const columns = sourceColumns(input.source, row.revision);
-      await tx.kbDocumentSource.upsert({
-        where: { documentId: row.id },
-        create: { documentId: row.id, ...columns },
-        update: columns,
+      row = await storeNextRevision(tx, existing.id, input.source, {
+        metadata: input.metadata as Prisma.InputJsonValue,
+        maxChunkSize,
       });
     } else {
       row = await tx.kbDocument.create({
@@ -209,30 +225,15 @@ export interface ReplaceInput {
 
 /** Gives a document new content (a file or a URL) as its next revision, keeping its ID. */
 export async function replaceDocument(deps: KbDeps, input: ReplaceInput): Promise<KbDocumentRow> {
-  const described = describeSource(input.source);
   const doc = await deps.db.prisma.$transaction(async (tx) => {
     const current = await tx.kbDocument.findFirst({
       where: { id: input.documentId, projectId: input.projectId },
       select: { id: true },
     });
     if (!current) throw notFound('Document', input.documentId);
-    const row = await tx.kbDocument.update({
-      where: { id: current.id },
-      data: {
-        ...described,
-        ...(input.metadata ? { metadata: input.metadata as Prisma.InputJsonValue } : {}),
-        ...(input.maxChunkSize ? { maxChunkSize: input.maxChunkSize } : {}),
-        status: 'PENDING',
-        statusDetail: null,
-        revision: { increment: 1 },
-      },
-      select: documentSelect,
-    });
-    const columns = sourceColumns(input.source, row.revision);
-    await tx.kbDocumentSource.upsert({
-      where: { documentId: row.id },
-      create: { documentId: row.id, ...columns },
-      update: columns,
+    const row = await storeNextRevision(tx, current.id, input.source, {
+      ...(input.metadata ? { metadata: input.metadata as Prisma.InputJsonValue } : {}),
+      ...(input.maxChunkSize ? { maxChunkSize: input.maxChunkSize } : {}),
     });
     await enqueueIngestion(tx, input.projectId, row.id, row.revision);
     return row;

@@ -1,6 +1,7 @@
 import { afterAll, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { type FakeOpenAiServer, startFakeOpenAiServer } from '../helpers/fake-openai-server';
+import { helpedEvaluation } from '../helpers/fixtures';
 import { describeEachDatabase } from '../helpers/lanes';
 import { adminProject, ingestTranscript } from '../transcripts/helpers';
 
@@ -34,15 +35,7 @@ describeEachDatabase('evaluation jobs across a crash', (provider) => {
     const define = (name: string, enabled: boolean) =>
       first.http('POST', '/v1/transcript-evaluation', {
         key: p.apiKey,
-        body: {
-          projectID: p.projectID,
-          name,
-          enabled,
-          type: 'boolean',
-          prompt: 'Was the user helped?',
-          truePrompt: 'helped',
-          falsePrompt: 'not helped',
-        },
+        body: { ...helpedEvaluation(p.projectID, name), enabled },
       });
     const enabled = [
       (await define('helped', true)).body.evaluation.id,

@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/db/schema-source';
 import { useTestApp } from '../helpers/app';
+import { pausingProgram } from '../helpers/fixtures';
 import { databaseLanes, describeEachDatabase } from '../helpers/lanes';
 import { publish, v2StreamPath } from '../helpers/runtime';
 
@@ -126,22 +127,7 @@ describe(`security headers and timeouts [${provider}]`, () => {
 
   it('never cuts a streamed response that outlives REQUEST_TIMEOUT_MS', async () => {
     const p = await t.app.createProject();
-    await publish(t.app, p.projectID, {
-      name: 'Long',
-      startFlow: 'main',
-      flows: [
-        {
-          id: 'main',
-          name: 'Main',
-          start: 'a',
-          steps: [
-            { id: 'a', type: 'message', message: 'start', next: 'w' },
-            { id: 'w', type: 'wait', ms: 2500, next: 'b' },
-            { id: 'b', type: 'message', message: 'still here' },
-          ],
-        },
-      ],
-    });
+    await publish(t.app, p.projectID, pausingProgram('Long', { before: 'start', after: 'still here' }));
     const res = await fetch(new URL(v2StreamPath(p.projectID, 'patient'), t.app.url), {
       method: 'POST',
       headers: { authorization: t.app.operatorToken, 'content-type': 'application/json' },

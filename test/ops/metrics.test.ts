@@ -3,6 +3,7 @@ import { enqueueJob } from '../../src/jobs/queue';
 import { newId } from '../../src/lib/ids';
 import { startTestApp, type TestApp, type TestProject, useTestApp } from '../helpers/app';
 import { type FakeOpenAiServer, startFakeOpenAiServer } from '../helpers/fake-openai-server';
+import { helpedEvaluation } from '../helpers/fixtures';
 import { databaseLanes } from '../helpers/lanes';
 import { publish, v2StreamPath } from '../helpers/runtime';
 import { adminProject, ingestTranscript } from '../transcripts/helpers';
@@ -208,15 +209,7 @@ describe(`metrics [${provider}]`, () => {
   it('counts LLM calls, tokens and cost per model, and the evaluation job that made them', async () => {
     const evaluation = await t.app.http('POST', '/v1/transcript-evaluation', {
       key: p.apiKey,
-      body: {
-        projectID: p.projectID,
-        name: 'helped',
-        enabled: true,
-        type: 'boolean',
-        prompt: 'Was the user helped?',
-        truePrompt: 'helped',
-        falsePrompt: 'not helped',
-      },
+      body: helpedEvaluation(p.projectID, 'helped'),
     });
     expect(evaluation.status).toBe(201);
     const transcript = await ingestTranscript(t.app, p);

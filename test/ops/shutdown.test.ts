@@ -7,6 +7,7 @@ import { createDb } from '../../src/db/client';
 import { projectRoot } from '../../src/db/schema-source';
 import type { ScratchDatabase } from '../../src/db/scratch';
 import { type FakeOpenAiServer, startFakeOpenAiServer } from '../helpers/fake-openai-server';
+import { helpedEvaluation, pausingProgram } from '../helpers/fixtures';
 import { createTestDatabase, databaseLanes } from '../helpers/lanes';
 import { conversation } from '../transcripts/helpers';
 
@@ -100,22 +101,7 @@ describe(`shutdown under load [${provider}]`, () => {
         {
           input: {
             projectID,
-            program: {
-              name: 'Patient',
-              startFlow: 'main',
-              flows: [
-                {
-                  id: 'main',
-                  name: 'Main',
-                  start: 'a',
-                  steps: [
-                    { id: 'a', type: 'message', message: 'before the pause', next: 'w' },
-                    { id: 'w', type: 'wait', ms: 2500, next: 'b' },
-                    { id: 'b', type: 'message', message: 'after the pause' },
-                  ],
-                },
-              ],
-            },
+            program: pausingProgram('Patient', { before: 'before the pause', after: 'after the pause' }),
           },
         },
       );
@@ -123,15 +109,7 @@ describe(`shutdown under load [${provider}]`, () => {
 
       // An evaluation job that will be mid-call when SIGTERM comes: the model never answers.
       fake.script({ type: 'hang' });
-      const evaluation = await call('POST', '/v1/transcript-evaluation', {
-        projectID,
-        name: 'helped',
-        enabled: true,
-        type: 'boolean',
-        prompt: 'Was the user helped?',
-        truePrompt: 'helped',
-        falsePrompt: 'not helped',
-      });
+      const evaluation = await call('POST', '/v1/transcript-evaluation', helpedEvaluation(projectID, 'helped'));
       expect(evaluation.status).toBe(201);
       const transcript = await call('POST', '/v1/transcript', {
         projectID,

@@ -15,6 +15,7 @@ import { projectRoot } from '../../src/db/schema-source';
 import type { ScratchDatabase } from '../../src/db/scratch';
 import { startTestApp, type TestApp, type TestProject } from '../helpers/app';
 import { type FakeOpenAiServer, startFakeOpenAiServer } from '../helpers/fake-openai-server';
+import { helpedEvaluation } from '../helpers/fixtures';
 import { createTestDatabase, databaseLanes } from '../helpers/lanes';
 import { publish, v2StreamPath } from '../helpers/runtime';
 import { adminProject, ingestTranscript } from '../transcripts/helpers';
@@ -129,15 +130,7 @@ describe(`spans [${provider}]`, () => {
   it('traces a job attempt as its own trace, with the LLM call it made, model and tokens', async () => {
     const evaluation = await t.app.http('POST', '/v1/transcript-evaluation', {
       key: p.apiKey,
-      body: {
-        projectID: p.projectID,
-        name: 'traced',
-        enabled: true,
-        type: 'boolean',
-        prompt: 'Was the user helped?',
-        truePrompt: 'helped',
-        falsePrompt: 'not helped',
-      },
+      body: helpedEvaluation(p.projectID, 'traced'),
     });
     expect(evaluation.status).toBe(201);
     const transcript = await ingestTranscript(t.app, p);
