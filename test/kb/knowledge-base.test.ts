@@ -643,3 +643,31 @@ describe('knowledge base search terms', () => {
     expect(questionTerms(Array.from({ length: 40 }, (_, i) => `word${i}`).join(' '))).toHaveLength(16);
   });
 });
+
+describeEachDatabase('knowledge base URL uploads with the address guard on', (provider) => {
+  const t = useTestApp(provider, { env: { KB_ALLOW_PRIVATE_URLS: 'false' } });
+
+  it('refuses loopback and private addresses with a reason that names the setting', async () => {
+    const p = await t.app.createProject();
+    const site = await startSite({
+      '/inside': { type: 'text/html', body: article('Internal', 'Secret admin panel.') },
+    });
+    try {
+      for (const url of [`${site.url}/inside`, 'http://localhost:9/x', 'http://169.254.169.254/latest/meta-data']) {
+        const res = await t.app.http('POST', '/v1/knowledge-base/docs/upload', {
+          key: p.apiKey,
+          query: { wait: 'true' },
+          body: { data: { type: 'url', url } },
+        });
+        expect(res.status).toBe(200);
+        expect(res.body.data.status.type, url).toBe('ERROR');
+        expect(res.body.data.status.data).toMatch(/KB_ALLOW_PRIVATE_URLS/);
+      }
+      expect(
+        (await kbQuery(t.app, p.apiKey, { question: 'secret admin panel', synthesis: false })).body.chunks,
+      ).toEqual([]);
+    } finally {
+      await site.close();
+    }
+  });
+});
