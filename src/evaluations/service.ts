@@ -1,7 +1,7 @@
 import { publishUsageCounters, type RecordedUsage, writeUsageEvents } from '../analytics/recorder';
 import type { Db } from '../db/client';
 import { notifyEnqueued } from '../jobs/queue';
-import { type JobHandler, PermanentJobError } from '../jobs/runner';
+import { type GaveUpJob, type JobHandler, PermanentJobError } from '../jobs/runner';
 import { AppError, conflict, notFound, validationError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { Logger } from '../lib/logger';
@@ -335,6 +335,25 @@ export function createEvaluationJobHandler(deps: EvaluationDeps): JobHandler {
       throw err;
     }
   };
+}
+
+/**
+ * Records `failed` on the pending result of a run whose job the runner gave up on because its
+ * worker stopped on every attempt left (the handler never got to record the failure). Conditional
+ * on the run ID, like every outcome, so it never touches a newer run.
+ */
+export async function failAbandonedEvaluationRun(
+  deps: Pick<EvaluationDeps, 'db' | 'pubsub'>,
+  job: GaveUpJob,
+): Promise<void> {
+  const payload = job.payload as Partial<EvaluationJobPayload>;
+  const { runId, evaluationId, transcriptId } = payload;
+  if (typeof runId !== 'string' || typeof evaluationId !== 'string' || typeof transcriptId !== 'string') return;
+  const { count } = await deps.db.prisma.evaluationResult.updateMany({
+    where: { runId, evaluationId, transcriptId, status: 'pending' },
+    data: { status: 'failed', error: `The evaluation job failed: ${job.lastError}`.slice(0, 2000) },
+  });
+  if (count) publishResult(deps.pubsub, transcriptId, evaluationId);
 }
 
 export interface RunNowResult {
