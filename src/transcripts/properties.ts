@@ -57,6 +57,47 @@ function nameTaken(name: string) {
   return conflict(`The project already has a transcript property named "${name}"`);
 }
 
+interface LockedProperty {
+  id: string;
+  name: string;
+  type: string;
+}
+
+/**
+ * Reads a property of the project as the transaction's first statement, locked until the
+ * transaction ends, so that a value is always checked against the type that ends up committed:
+ * a retype takes the lock exclusively (`update`), a value being set takes it shared (`share`).
+ * Without it, on PostgreSQL (READ COMMITTED) a value set while a retype was between its check and
+ * its commit was checked against the old type, and a number property could end up holding "abc".
+ *
+ * PostgreSQL: `SELECT … FOR UPDATE` / `FOR SHARE`; a reader that had to wait reads the row as the
+ * other transaction committed it. SQLite has no row locks and one writer at a time: a no-op
+ * UPDATE as the first statement takes the database's write lock before anything is read, so the
+ * read is current and the transaction cannot fail later on a stale snapshot (another process on
+ * the same file waits for the lock, under the busy timeout, instead).
+ */
+async function lockProperty(
+  tx: PrismaTx,
+  provider: Provider,
+  where: { propertyId: string; projectId: string },
+  mode: 'update' | 'share',
+): Promise<LockedProperty | null> {
+  let rows: LockedProperty[];
+  if (provider === 'postgresql') {
+    const lock = mode === 'update' ? Prisma.sql`FOR UPDATE` : Prisma.sql`FOR SHARE`;
+    rows = await tx.$queryRaw<LockedProperty[]>`
+      SELECT "id", "name", "type" FROM "TranscriptProperty"
+      WHERE "id" = ${where.propertyId} AND "projectId" = ${where.projectId}
+      ${lock}`;
+  } else {
+    rows = await tx.$queryRaw<LockedProperty[]>`
+      UPDATE "TranscriptProperty" SET "updatedAt" = "updatedAt"
+      WHERE "id" = ${where.propertyId} AND "projectId" = ${where.projectId}
+      RETURNING "id", "name", "type"`;
+  }
+  return rows[0] ?? null;
+}
+
 /** Distinct values per page of the parse check (one indexed GROUP BY per page). */
 const CHECK_BATCH = 1000;
 /** Rows per page of the rewrite: one UPDATE of three bound parameters per row. */
@@ -129,7 +170,8 @@ async function rewriteValues(
     if (page.length === 0) return;
     const rows = page.map((row) => {
       const parsed = parsePropertyValue(type, row.value);
-      // countUnparsable ran in this transaction, under the property's lock: nothing else can parse differently.
+      // countUnparsable ran in this transaction under the property's exclusive lock (lockProperty):
+      // no value set since could have been checked against another type.
       if (!parsed.ok) throw new Error(`value ${JSON.stringify(row.value)} stopped parsing as ${type}`);
       return Prisma.sql`(${text(row.transcriptId)}, ${text(parsed.value)}, ${real(parsed.numberValue)})`;
     });
@@ -157,9 +199,7 @@ export async function updateProperty(
   try {
     await db.prisma.$transaction(
       async (tx) => {
-        const property = await tx.transcriptProperty.findFirst({
-          where: { id: input.propertyId, projectId: input.projectId },
-        });
+        const property = await lockProperty(tx, db.provider, input, 'update');
         if (!property) throw notFound('Transcript property', input.propertyId);
         if (input.name && input.name !== property.name) {
           const clash = await tx.transcriptProperty.findUnique({
@@ -214,10 +254,8 @@ export async function setPropertyValue(
   },
 ) {
   return db.prisma.$transaction(async (tx) => {
-    const property = await tx.transcriptProperty.findFirst({
-      where: { id: input.propertyId, projectId: input.projectId },
-      select: { id: true, type: true },
-    });
+    // Shared with other values being set, exclusive of a retype (see lockProperty).
+    const property = await lockProperty(tx, db.provider, input, 'share');
     if (!property) throw notFound('Transcript property', input.propertyId);
     const parsed = parsePropertyValue(property.type, input.value);
     if (!parsed.ok) {
