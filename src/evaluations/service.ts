@@ -1,5 +1,6 @@
 import { publishUsageCounters, type RecordedUsage, writeUsageEvents } from '../analytics/recorder';
 import type { Db } from '../db/client';
+import type { Provider } from '../db/schema-source';
 import { notifyEnqueued } from '../jobs/queue';
 import { type GaveUpJob, type JobHandler, PermanentJobError } from '../jobs/runner';
 import { AppError, conflict, notFound, validationError } from '../lib/errors';
@@ -8,7 +9,7 @@ import type { Logger } from '../lib/logger';
 import type { AppPubSub } from '../lib/pubsub';
 import { isLlmError, type LlmError, llmErrorToAppError } from '../llm/errors';
 import type { LlmAccounting, LlmProvider } from '../llm/types';
-import { isUniqueViolation } from '../transcripts/db';
+import { isUniqueViolation, type PrismaTx } from '../transcripts/db';
 import { compileTranscriptSearch } from '../transcripts/search';
 import { EVALUATION_QUEUE, type EvaluationJobPayload, startEvaluationRun } from '../transcripts/service';
 import type { SearchCriteria } from '../transcripts/validation';
@@ -397,9 +398,27 @@ export async function runEvaluationNow(
 /** Seconds a client is asked to wait when the project's evaluation queue is full. */
 export const QUEUE_FULL_RETRY_AFTER_SECONDS = 30;
 
+/** First key of the PostgreSQL advisory locks of evaluation queues ("evaq"); the second is the project's hash. */
+const queueLockClass = 0x65766171;
+
+/**
+ * Serialises the enqueues of one project until the transaction ends. PostgreSQL: a transaction
+ * advisory lock on (class, hashtext(projectId)); two projects whose hashes collide merely wait
+ * for each other. SQLite: a no-op UPDATE of the project row as the first statement takes the
+ * database's single write lock, so the count that follows is read under it.
+ */
+async function lockProjectEvaluationQueue(tx: PrismaTx, provider: Provider, projectId: string): Promise<void> {
+  if (provider === 'postgresql') {
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(CAST(${queueLockClass} AS INTEGER), hashtext(${projectId}))`;
+  } else {
+    await tx.$executeRaw`UPDATE "Project" SET "updatedAt" = "updatedAt" WHERE "id" = ${projectId}`;
+  }
+}
+
 /**
  * Queues runs of evaluations on transcripts (each pair a durable job, all in one transaction).
- * 429 with Retry-After when the project's queued and running evaluation jobs would exceed `limit`.
+ * 429 with Retry-After when the project's queued and running evaluation jobs would exceed `limit`
+ * (counted inside the enqueue transaction, under a per-project lock: the limit holds exactly).
  */
 export async function queueEvaluations(
   deps: Pick<EvaluationDeps, 'db' | 'pubsub'>,
@@ -424,17 +443,20 @@ export async function queueEvaluations(
   if (missingTranscript) throw notFound('Transcript', missingTranscript);
 
   const jobs = evaluationIds.length * transcriptIds.length;
-  const pending = await db.prisma.job.count({
-    where: { projectId: input.projectId, queue: EVALUATION_QUEUE, status: { in: ['queued', 'running'] } },
-  });
-  if (pending + jobs > input.limit) {
-    throw new AppError(
-      'RATE_LIMITED',
-      `The project's evaluation queue is full (${pending} pending, limit ${input.limit}); try again later`,
-      { headers: { 'Retry-After': String(QUEUE_FULL_RETRY_AFTER_SECONDS) } },
-    );
-  }
   await db.prisma.$transaction(async (tx) => {
+    // The count and the enqueue happen under one per-project lock, so two requests at once cannot
+    // both see room for their jobs and together exceed the limit.
+    await lockProjectEvaluationQueue(tx, db.provider, input.projectId);
+    const pending = await tx.job.count({
+      where: { projectId: input.projectId, queue: EVALUATION_QUEUE, status: { in: ['queued', 'running'] } },
+    });
+    if (pending + jobs > input.limit) {
+      throw new AppError(
+        'RATE_LIMITED',
+        `The project's evaluation queue is full (${pending} pending, limit ${input.limit}); try again later`,
+        { headers: { 'Retry-After': String(QUEUE_FULL_RETRY_AFTER_SECONDS) } },
+      );
+    }
     for (const evaluationId of evaluationIds) {
       for (const transcriptId of transcriptIds) {
         await startEvaluationRun(tx, { projectId: input.projectId, evaluationId, transcriptId });
