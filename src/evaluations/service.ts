@@ -1,4 +1,5 @@
-import { publishUsageCounters, type RecordedUsage, writeUsageEvents } from '../analytics/recorder';
+import type { UsageEvent } from '../analytics/events';
+import { publishUsageCounters, recordUsageEvents, writeUsageEvents } from '../analytics/recorder';
 import type { Db } from '../db/client';
 import type { Provider } from '../db/schema-source';
 import { notifyEnqueued } from '../jobs/queue';
@@ -172,14 +173,29 @@ function publishResult(pubsub: AppPubSub, transcriptId: string, evaluationId: st
 /**
  * Computes run `runId` of an evaluation on a transcript. Idempotent: it does nothing unless that
  * run is still pending, and stores its outcome with a conditional update, so a job delivered twice
- * records (and counts the cost of) one result. Throws EvaluationRunError when the judge failed;
- * with `final` the failure is recorded on the result first.
+ * records one result. Throws EvaluationRunError when the judge failed; with `final` the failure is
+ * recorded on the result first.
+ *
+ * Every judge call that reports tokens is `credit_usage`, whatever became of its answer: keyed by
+ * run and `attempt` (the job's attempt number), written with the result it paid for when there is
+ * one, and on its own otherwise (a reply that could not be read or a failed call on a non-final
+ * attempt, or a run another delivery finished first). One key per attempt, so an attempt is never
+ * counted twice and a retried one never hides the attempts before it.
  */
 export async function executeEvaluationRun(
   deps: EvaluationDeps,
-  input: { evaluationId: string; transcriptId: string; runId: string; final: boolean; signal?: AbortSignal },
+  input: {
+    evaluationId: string;
+    transcriptId: string;
+    runId: string;
+    final: boolean;
+    /** The job's attempt number (1 for "run now"): part of the credit usage's idempotency key. */
+    attempt?: number;
+    signal?: AbortSignal;
+  },
 ): Promise<RunOutcome> {
   const { db } = deps;
+  const attempt = input.attempt ?? 1;
   const pendingRun = {
     evaluationId: input.evaluationId,
     transcriptId: input.transcriptId,
@@ -196,6 +212,15 @@ export async function executeEvaluationRun(
   });
   if (!result) return { status: 'stale' };
   const evaluation = result.evaluation;
+
+  /** The credit of a call that no stored result carries, in a transaction of its own. */
+  const chargeAttempt = async (accounting: LlmAccounting | undefined): Promise<void> => {
+    if (!accounting) return;
+    await recordUsageEvents(
+      { db, pubsub: deps.pubsub },
+      judgeCreditEvents(result.transcript, input.runId, attempt, accounting),
+    );
+  };
 
   const record = async (
     status: 'done' | 'skipped' | 'failed',
@@ -218,7 +243,11 @@ export async function executeEvaluationRun(
       });
       if (count === 0) return { stored: false, usage: null };
       // The judge's tokens are credit usage (DECISIONS.md §4), recorded with the result they paid for.
-      const usage = a ? await recordJudgeCredit(db, tx, result.transcript, input.runId, a) : null;
+      const usage = a
+        ? await writeUsageEvents(tx, judgeCreditEvents(result.transcript, input.runId, attempt, a), {
+            provider: db.provider,
+          })
+        : null;
       if (a && status === 'done') {
         // The average cost that estimates use, kept as results arrive (the row lock of this
         // update holds until commit, so concurrent results add up).
@@ -234,7 +263,11 @@ export async function executeEvaluationRun(
       }
       return { stored: true, usage };
     });
-    if (!stored.stored) return { status: 'stale' };
+    if (!stored.stored) {
+      // Another delivery of the run finished first; this call was paid for all the same.
+      await chargeAttempt(a);
+      return { status: 'stale' };
+    }
     if (stored.usage) publishUsageCounters(deps.pubsub, stored.usage);
     publishResult(deps.pubsub, input.transcriptId, input.evaluationId);
     return { status, resultId: result.id };
@@ -270,46 +303,42 @@ export async function executeEvaluationRun(
     const permanent = permanentLlmKinds.has(err.kind);
     if (permanent || input.final) {
       await record('failed', { error: `The judge model failed: ${err.message}`, accounting: err.partialAccounting });
-    }
+    } else await chargeAttempt(err.partialAccounting);
     throw new EvaluationRunError(`The judge model failed: ${err.message}`, permanent, err);
   }
   const verdict = parseVerdict(evaluation, reply.text);
   if (!verdict.ok) {
     if (input.final) await record('failed', { error: verdict.message, accounting: reply.accounting });
+    else await chargeAttempt(reply.accounting);
     throw new EvaluationRunError(verdict.message, false);
   }
   return record('done', { value: verdict.value, reason: verdict.reason, accounting: reply.accounting });
 }
 
-/** The judge call's input and output tokens as `credit_usage` events, keyed by the run. */
-function recordJudgeCredit(
-  db: Db,
-  tx: Parameters<Parameters<Db['prisma']['$transaction']>[0]>[0],
+/** The judge call's input and output tokens as `credit_usage` events, keyed by the run and attempt. */
+function judgeCreditEvents(
   transcript: { projectId: string; environmentId: string },
   runId: string,
+  attempt: number,
   accounting: LlmAccounting,
-): Promise<RecordedUsage> {
+): UsageEvent[] {
   const common = { projectId: transcript.projectId, environmentId: transcript.environmentId, model: accounting.model };
-  return writeUsageEvents(
-    tx,
-    [
-      {
-        ...common,
-        kind: 'credit',
-        type: 'llm-input',
-        tokens: accounting.inputTokens,
-        idempotencyKey: `evaluation:${runId}:in`,
-      },
-      {
-        ...common,
-        kind: 'credit',
-        type: 'llm-output',
-        tokens: accounting.outputTokens,
-        idempotencyKey: `evaluation:${runId}:out`,
-      },
-    ],
-    { provider: db.provider },
-  );
+  return [
+    {
+      ...common,
+      kind: 'credit',
+      type: 'llm-input',
+      tokens: accounting.inputTokens,
+      idempotencyKey: `evaluation:${runId}:${attempt}:in`,
+    },
+    {
+      ...common,
+      kind: 'credit',
+      type: 'llm-output',
+      tokens: accounting.outputTokens,
+      idempotencyKey: `evaluation:${runId}:${attempt}:out`,
+    },
+  ];
 }
 
 /** The durable job of an evaluation run (queue `evaluation`); see executeEvaluationRun. */
@@ -329,6 +358,7 @@ export function createEvaluationJobHandler(deps: EvaluationDeps): JobHandler {
         transcriptId: payload.transcriptId,
         runId: payload.runId,
         final: job.attempt >= job.maxAttempts,
+        attempt: job.attempt,
         signal: job.signal,
       });
     } catch (err) {
