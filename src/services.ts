@@ -10,6 +10,7 @@ import { createLlmProvider, type LlmProvider } from './llm';
 import { combineTurnRecorders, createLoggingTurnRecorder, type TurnRecorder } from './runtime/recorder';
 import { createRuntime, type Runtime } from './runtime/service';
 import type { AnyStepType } from './runtime/steps/step-type';
+import { createTurnRecordJobHandler, TURN_RECORD_QUEUE } from './runtime/turn-outbox';
 import { createUsageTurnRecorder } from './runtime/usage-recorder';
 import { registerTranscriptJobs, transcriptRecurringJobs } from './transcripts/jobs';
 import { retentionMsOf } from './transcripts/service';
@@ -40,8 +41,11 @@ export interface CreateServicesOptions {
   logger?: Logger;
   /** Apply pending migrations before opening (default true). */
   migrate?: boolean;
-  /** Where finished turns go (default: a log line per turn; transcripts and usage plug in here). */
-  turnRecorder?: TurnRecorder;
+  /**
+   * Where finished turns go (default: a log line, the session's transcript and usage events). A
+   * function receives the default recorder and returns the one to use (a test's wrapper).
+   */
+  turnRecorder?: TurnRecorder | ((defaultRecorder: TurnRecorder) => TurnRecorder);
   /** Step types beyond the built-in ones. */
   extraStepTypes?: readonly AnyStepType[];
 }
@@ -92,22 +96,27 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     allowPrivate: config.RUNTIME_ALLOW_PRIVATE_URLS,
     maxRedirects: config.RUNTIME_API_MAX_REDIRECTS,
   });
+  // Each turn goes to its session's transcript, to the usage analytics, and to a log line.
+  const defaultRecorder = combineTurnRecorders(
+    [
+      createLoggingTurnRecorder(logger),
+      createTranscriptTurnRecorder({ db, pubsub, retentionMs: retentionMsOf(config) }),
+      createUsageTurnRecorder({ db, pubsub }),
+    ],
+    logger,
+  );
+  const recorder =
+    typeof opts.turnRecorder === 'function'
+      ? opts.turnRecorder(defaultRecorder)
+      : (opts.turnRecorder ?? defaultRecorder);
+  // Turn records that their turn could not write (src/runtime/turn-outbox.ts).
+  jobs.register(TURN_RECORD_QUEUE, createTurnRecordJobHandler({ db, recorder, logger }));
   const runtime = createRuntime({
     db,
     fetch: outboundFetch as typeof fetch,
     pubsub,
     logger,
-    // Each turn goes to its session's transcript, to the usage analytics, and to a log line.
-    recorder:
-      opts.turnRecorder ??
-      combineTurnRecorders(
-        [
-          createLoggingTurnRecorder(logger),
-          createTranscriptTurnRecorder({ db, pubsub, retentionMs: retentionMsOf(config) }),
-          createUsageTurnRecorder({ db, pubsub }),
-        ],
-        logger,
-      ),
+    recorder,
     extraStepTypes: opts.extraStepTypes,
     limits: {
       turnTimeoutMs: config.RUNTIME_TURN_TIMEOUT_MS,
