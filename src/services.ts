@@ -14,10 +14,11 @@ import { createLogger, type Logger } from './lib/logger';
 import { createOutboundFetch } from './lib/outbound-http';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
 import { createLlmProvider, type LlmProvider } from './llm';
-import { createOps, instrumentJobs, instrumentLlm, instrumentTurns, type Ops } from './ops';
+import { createOps, instrumentJobs, instrumentLlm, type Ops, observeTurn } from './ops';
 import { combineTurnRecorders, createLoggingTurnRecorder, type TurnRecorder } from './runtime/recorder';
 import { createRuntime, type Runtime } from './runtime/service';
 import type { AnyStepType } from './runtime/steps/step-type';
+import { createTurnRecordJobHandler, TURN_RECORD_QUEUE } from './runtime/turn-outbox';
 import { createUsageTurnRecorder } from './runtime/usage-recorder';
 import { registerTranscriptJobs, transcriptRecurringJobs } from './transcripts/jobs';
 import { retentionMsOf } from './transcripts/service';
@@ -52,8 +53,11 @@ export interface CreateServicesOptions {
   logger?: Logger;
   /** Apply pending migrations before opening (default true). */
   migrate?: boolean;
-  /** Where finished turns go (default: a log line per turn; transcripts and usage plug in here). */
-  turnRecorder?: TurnRecorder;
+  /**
+   * Where finished turns go (default: a log line, the session's transcript and usage events). A
+   * function receives the default recorder and returns the one to use (a test's wrapper).
+   */
+  turnRecorder?: TurnRecorder | ((defaultRecorder: TurnRecorder) => TurnRecorder);
   /** Step types beyond the built-in ones. */
   extraStepTypes?: readonly AnyStepType[];
 }
@@ -113,6 +117,21 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     maxRedirects: config.RUNTIME_API_MAX_REDIRECTS,
   });
   const kbQueryDeps = { db, llm, pubsub, logger: logger.child({ component: 'kb' }) };
+  // Each turn goes to its session's transcript, to the usage analytics, and to a log line.
+  const defaultRecorder = combineTurnRecorders(
+    [
+      createLoggingTurnRecorder(logger),
+      createTranscriptTurnRecorder({ db, pubsub, retentionMs: retentionMsOf(config) }),
+      createUsageTurnRecorder({ db, pubsub }),
+    ],
+    logger,
+  );
+  const recorder =
+    typeof opts.turnRecorder === 'function'
+      ? opts.turnRecorder(defaultRecorder)
+      : (opts.turnRecorder ?? defaultRecorder);
+  // Turn records that their turn could not write (src/runtime/turn-outbox.ts).
+  jobs.register(TURN_RECORD_QUEUE, createTurnRecordJobHandler({ db, recorder, logger }));
   const runtime = createRuntime({
     db,
     fetch: outboundFetch as typeof fetch,
@@ -150,19 +169,8 @@ export async function createServices(config: Config, opts: CreateServicesOptions
         nodeId: question.stepId,
         signal: question.signal,
       }),
-    // Each turn goes to its session's transcript, to the usage analytics, and to a log line.
-    recorder: instrumentTurns(
-      opts.turnRecorder ??
-        combineTurnRecorders(
-          [
-            createLoggingTurnRecorder(logger),
-            createTranscriptTurnRecorder({ db, pubsub, retentionMs: retentionMsOf(config) }),
-            createUsageTurnRecorder({ db, pubsub }),
-          ],
-          logger,
-        ),
-      ops.metrics,
-    ),
+    recorder,
+    onTurnFinished: (turn) => observeTurn(ops.metrics, turn),
     extraStepTypes: opts.extraStepTypes,
     limits: {
       turnTimeoutMs: config.RUNTIME_TURN_TIMEOUT_MS,

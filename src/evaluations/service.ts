@@ -1,14 +1,16 @@
-import { publishUsageCounters, type RecordedUsage, writeUsageEvents } from '../analytics/recorder';
+import type { UsageEvent } from '../analytics/events';
+import { publishUsageCounters, recordUsageEvents, writeUsageEvents } from '../analytics/recorder';
 import type { Db } from '../db/client';
+import type { Provider } from '../db/schema-source';
 import { notifyEnqueued } from '../jobs/queue';
-import { type JobHandler, PermanentJobError } from '../jobs/runner';
+import { type GaveUpJob, type JobHandler, PermanentJobError } from '../jobs/runner';
 import { AppError, conflict, notFound, validationError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { Logger } from '../lib/logger';
 import type { AppPubSub } from '../lib/pubsub';
 import { isLlmError, type LlmError, llmErrorToAppError } from '../llm/errors';
 import type { LlmAccounting, LlmProvider } from '../llm/types';
-import { isUniqueViolation } from '../transcripts/db';
+import { isUniqueViolation, type PrismaTx } from '../transcripts/db';
 import { compileTranscriptSearch } from '../transcripts/search';
 import { EVALUATION_QUEUE, type EvaluationJobPayload, startEvaluationRun } from '../transcripts/service';
 import type { SearchCriteria } from '../transcripts/validation';
@@ -171,14 +173,29 @@ function publishResult(pubsub: AppPubSub, transcriptId: string, evaluationId: st
 /**
  * Computes run `runId` of an evaluation on a transcript. Idempotent: it does nothing unless that
  * run is still pending, and stores its outcome with a conditional update, so a job delivered twice
- * records (and counts the cost of) one result. Throws EvaluationRunError when the judge failed;
- * with `final` the failure is recorded on the result first.
+ * records one result. Throws EvaluationRunError when the judge failed; with `final` the failure is
+ * recorded on the result first.
+ *
+ * Every judge call that reports tokens is `credit_usage`, whatever became of its answer: keyed by
+ * run and `attempt` (the job's attempt number), written with the result it paid for when there is
+ * one, and on its own otherwise (a reply that could not be read or a failed call on a non-final
+ * attempt, or a run another delivery finished first). One key per attempt, so an attempt is never
+ * counted twice and a retried one never hides the attempts before it.
  */
 export async function executeEvaluationRun(
   deps: EvaluationDeps,
-  input: { evaluationId: string; transcriptId: string; runId: string; final: boolean; signal?: AbortSignal },
+  input: {
+    evaluationId: string;
+    transcriptId: string;
+    runId: string;
+    final: boolean;
+    /** The job's attempt number (1 for "run now"): part of the credit usage's idempotency key. */
+    attempt?: number;
+    signal?: AbortSignal;
+  },
 ): Promise<RunOutcome> {
   const { db } = deps;
+  const attempt = input.attempt ?? 1;
   const pendingRun = {
     evaluationId: input.evaluationId,
     transcriptId: input.transcriptId,
@@ -195,6 +212,15 @@ export async function executeEvaluationRun(
   });
   if (!result) return { status: 'stale' };
   const evaluation = result.evaluation;
+
+  /** The credit of a call that no stored result carries, in a transaction of its own. */
+  const chargeAttempt = async (accounting: LlmAccounting | undefined): Promise<void> => {
+    if (!accounting) return;
+    await recordUsageEvents(
+      { db, pubsub: deps.pubsub },
+      judgeCreditEvents(result.transcript, input.runId, attempt, accounting),
+    );
+  };
 
   const record = async (
     status: 'done' | 'skipped' | 'failed',
@@ -217,7 +243,11 @@ export async function executeEvaluationRun(
       });
       if (count === 0) return { stored: false, usage: null };
       // The judge's tokens are credit usage (DECISIONS.md §4), recorded with the result they paid for.
-      const usage = a ? await recordJudgeCredit(db, tx, result.transcript, input.runId, a) : null;
+      const usage = a
+        ? await writeUsageEvents(tx, judgeCreditEvents(result.transcript, input.runId, attempt, a), {
+            provider: db.provider,
+          })
+        : null;
       if (a && status === 'done') {
         // The average cost that estimates use, kept as results arrive (the row lock of this
         // update holds until commit, so concurrent results add up).
@@ -233,7 +263,11 @@ export async function executeEvaluationRun(
       }
       return { stored: true, usage };
     });
-    if (!stored.stored) return { status: 'stale' };
+    if (!stored.stored) {
+      // Another delivery of the run finished first; this call was paid for all the same.
+      await chargeAttempt(a);
+      return { status: 'stale' };
+    }
     if (stored.usage) publishUsageCounters(deps.pubsub, stored.usage);
     publishResult(deps.pubsub, input.transcriptId, input.evaluationId);
     return { status, resultId: result.id };
@@ -269,46 +303,42 @@ export async function executeEvaluationRun(
     const permanent = permanentLlmKinds.has(err.kind);
     if (permanent || input.final) {
       await record('failed', { error: `The judge model failed: ${err.message}`, accounting: err.partialAccounting });
-    }
+    } else await chargeAttempt(err.partialAccounting);
     throw new EvaluationRunError(`The judge model failed: ${err.message}`, permanent, err);
   }
   const verdict = parseVerdict(evaluation, reply.text);
   if (!verdict.ok) {
     if (input.final) await record('failed', { error: verdict.message, accounting: reply.accounting });
+    else await chargeAttempt(reply.accounting);
     throw new EvaluationRunError(verdict.message, false);
   }
   return record('done', { value: verdict.value, reason: verdict.reason, accounting: reply.accounting });
 }
 
-/** The judge call's input and output tokens as `credit_usage` events, keyed by the run. */
-function recordJudgeCredit(
-  db: Db,
-  tx: Parameters<Parameters<Db['prisma']['$transaction']>[0]>[0],
+/** The judge call's input and output tokens as `credit_usage` events, keyed by the run and attempt. */
+function judgeCreditEvents(
   transcript: { projectId: string; environmentId: string },
   runId: string,
+  attempt: number,
   accounting: LlmAccounting,
-): Promise<RecordedUsage> {
+): UsageEvent[] {
   const common = { projectId: transcript.projectId, environmentId: transcript.environmentId, model: accounting.model };
-  return writeUsageEvents(
-    tx,
-    [
-      {
-        ...common,
-        kind: 'credit',
-        type: 'llm-input',
-        tokens: accounting.inputTokens,
-        idempotencyKey: `evaluation:${runId}:in`,
-      },
-      {
-        ...common,
-        kind: 'credit',
-        type: 'llm-output',
-        tokens: accounting.outputTokens,
-        idempotencyKey: `evaluation:${runId}:out`,
-      },
-    ],
-    { provider: db.provider },
-  );
+  return [
+    {
+      ...common,
+      kind: 'credit',
+      type: 'llm-input',
+      tokens: accounting.inputTokens,
+      idempotencyKey: `evaluation:${runId}:${attempt}:in`,
+    },
+    {
+      ...common,
+      kind: 'credit',
+      type: 'llm-output',
+      tokens: accounting.outputTokens,
+      idempotencyKey: `evaluation:${runId}:${attempt}:out`,
+    },
+  ];
 }
 
 /** The durable job of an evaluation run (queue `evaluation`); see executeEvaluationRun. */
@@ -328,6 +358,7 @@ export function createEvaluationJobHandler(deps: EvaluationDeps): JobHandler {
         transcriptId: payload.transcriptId,
         runId: payload.runId,
         final: job.attempt >= job.maxAttempts,
+        attempt: job.attempt,
         signal: job.signal,
       });
     } catch (err) {
@@ -335,6 +366,25 @@ export function createEvaluationJobHandler(deps: EvaluationDeps): JobHandler {
       throw err;
     }
   };
+}
+
+/**
+ * Records `failed` on the pending result of a run whose job the runner gave up on because its
+ * worker stopped on every attempt left (the handler never got to record the failure). Conditional
+ * on the run ID, like every outcome, so it never touches a newer run.
+ */
+export async function failAbandonedEvaluationRun(
+  deps: Pick<EvaluationDeps, 'db' | 'pubsub'>,
+  job: GaveUpJob,
+): Promise<void> {
+  const payload = job.payload as Partial<EvaluationJobPayload>;
+  const { runId, evaluationId, transcriptId } = payload;
+  if (typeof runId !== 'string' || typeof evaluationId !== 'string' || typeof transcriptId !== 'string') return;
+  const { count } = await deps.db.prisma.evaluationResult.updateMany({
+    where: { runId, evaluationId, transcriptId, status: 'pending' },
+    data: { status: 'failed', error: `The evaluation job failed: ${job.lastError}`.slice(0, 2000) },
+  });
+  if (count) publishResult(deps.pubsub, transcriptId, evaluationId);
 }
 
 export interface RunNowResult {
@@ -378,9 +428,27 @@ export async function runEvaluationNow(
 /** Seconds a client is asked to wait when the project's evaluation queue is full. */
 export const QUEUE_FULL_RETRY_AFTER_SECONDS = 30;
 
+/** First key of the PostgreSQL advisory locks of evaluation queues ("evaq"); the second is the project's hash. */
+const queueLockClass = 0x65766171;
+
+/**
+ * Serialises the enqueues of one project until the transaction ends. PostgreSQL: a transaction
+ * advisory lock on (class, hashtext(projectId)); two projects whose hashes collide merely wait
+ * for each other. SQLite: a no-op UPDATE of the project row as the first statement takes the
+ * database's single write lock, so the count that follows is read under it.
+ */
+async function lockProjectEvaluationQueue(tx: PrismaTx, provider: Provider, projectId: string): Promise<void> {
+  if (provider === 'postgresql') {
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(CAST(${queueLockClass} AS INTEGER), hashtext(${projectId}))`;
+  } else {
+    await tx.$executeRaw`UPDATE "Project" SET "updatedAt" = "updatedAt" WHERE "id" = ${projectId}`;
+  }
+}
+
 /**
  * Queues runs of evaluations on transcripts (each pair a durable job, all in one transaction).
- * 429 with Retry-After when the project's queued and running evaluation jobs would exceed `limit`.
+ * 429 with Retry-After when the project's queued and running evaluation jobs would exceed `limit`
+ * (counted inside the enqueue transaction, under a per-project lock: the limit holds exactly).
  */
 export async function queueEvaluations(
   deps: Pick<EvaluationDeps, 'db' | 'pubsub'>,
@@ -405,17 +473,20 @@ export async function queueEvaluations(
   if (missingTranscript) throw notFound('Transcript', missingTranscript);
 
   const jobs = evaluationIds.length * transcriptIds.length;
-  const pending = await db.prisma.job.count({
-    where: { projectId: input.projectId, queue: EVALUATION_QUEUE, status: { in: ['queued', 'running'] } },
-  });
-  if (pending + jobs > input.limit) {
-    throw new AppError(
-      'RATE_LIMITED',
-      `The project's evaluation queue is full (${pending} pending, limit ${input.limit}); try again later`,
-      { headers: { 'Retry-After': String(QUEUE_FULL_RETRY_AFTER_SECONDS) } },
-    );
-  }
   await db.prisma.$transaction(async (tx) => {
+    // The count and the enqueue happen under one per-project lock, so two requests at once cannot
+    // both see room for their jobs and together exceed the limit.
+    await lockProjectEvaluationQueue(tx, db.provider, input.projectId);
+    const pending = await tx.job.count({
+      where: { projectId: input.projectId, queue: EVALUATION_QUEUE, status: { in: ['queued', 'running'] } },
+    });
+    if (pending + jobs > input.limit) {
+      throw new AppError(
+        'RATE_LIMITED',
+        `The project's evaluation queue is full (${pending} pending, limit ${input.limit}); try again later`,
+        { headers: { 'Retry-After': String(QUEUE_FULL_RETRY_AFTER_SECONDS) } },
+      );
+    }
     for (const evaluationId of evaluationIds) {
       for (const transcriptId of transcriptIds) {
         await startEvaluationRun(tx, { projectId: input.projectId, evaluationId, transcriptId });

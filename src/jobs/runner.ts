@@ -24,6 +24,25 @@ export interface JobContext {
  */
 export type JobHandler = (job: JobContext) => Promise<void>;
 
+/** A job that failed for good without its handler finishing: its worker stopped on the last attempt. */
+export interface GaveUpJob {
+  id: string;
+  queue: string;
+  payload: Record<string, unknown>;
+  attempts: number;
+  projectId: string | null;
+  lastError: string;
+}
+
+export interface RegisterOptions {
+  /**
+   * Called once when a job of the queue is marked failed because its worker stopped (lease
+   * expired) on its last attempt, so the handler never got to record the failure itself (an
+   * evaluation result would stay `pending`). Best effort: a failure here is logged, not retried.
+   */
+  onGiveUp?: (job: GaveUpJob) => Promise<void>;
+}
+
 /** Thrown by a handler for a failure that retrying cannot fix: the job fails at once. */
 export class PermanentJobError extends Error {
   constructor(message: string, opts?: { cause?: unknown }) {
@@ -60,7 +79,7 @@ export interface JobRunnerOptions {
 
 export interface JobRunner {
   readonly workerId: string;
-  register(queue: string, handler: JobHandler): void;
+  register(queue: string, handler: JobHandler, opts?: RegisterOptions): void;
   start(): void;
   /** Looks for due jobs now (also called when a job is enqueued). */
   wake(): void;
@@ -85,6 +104,14 @@ interface ClaimedRow {
   projectId: string | null;
 }
 
+interface GaveUpRow extends ClaimedRow {
+  lastError: string;
+}
+
+function payloadOf(row: ClaimedRow): Record<string, unknown> {
+  return (typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload) as Record<string, unknown>;
+}
+
 /** Exponential backoff from 1 s, doubling, capped at 10 minutes, with ±20 % jitter. */
 export function defaultBackoffMs(attempt: number): number {
   const base = Math.min(1000 * 2 ** Math.max(0, attempt - 1), 10 * 60_000);
@@ -105,6 +132,7 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
   const backoffMs = opts.backoffMs ?? defaultBackoffMs;
   const retainFinishedMs = opts.retainFinishedMs ?? 7 * 24 * 3600_000;
   const handlers = new Map<string, JobHandler>();
+  const giveUpHooks = new Map<string, NonNullable<RegisterOptions['onGiveUp']>>();
   const running = new Map<string, { controller: AbortController; done: Promise<void> }>();
   const lastRecurringSlot = new Map<string, number>();
   let started = false;
@@ -120,17 +148,40 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
    * Claims up to `limit` due jobs in one statement: queued jobs whose time has come, and running
    * jobs whose lease ran out (their worker died). On PostgreSQL, SKIP LOCKED lets instances claim
    * side by side without waiting on each other; SQLite runs one writer at a time anyway.
+   *
+   * A lapsed job that has used all its attempts is not claimed but marked `failed` by the same
+   * statement: a job that kills its worker (out of memory, a crash in native code) would otherwise
+   * be taken over forever and never reach `failed`. Its `lastError` says the worker stopped; when
+   * an earlier attempt failed with an error of its own, that error is kept after it.
    */
-  async function claim(limit: number): Promise<ClaimedRow[]> {
+  async function claim(limit: number): Promise<{ claimed: ClaimedRow[]; gaveUp: GaveUpRow[] }> {
     const queues = [...handlers.keys()];
-    if (queues.length === 0 || limit <= 0) return [];
+    if (queues.length === 0 || limit <= 0) return { claimed: [], gaveUp: [] };
     const now = new Date();
     const until = new Date(now.getTime() + leaseMs);
-    const lock = db.provider === 'postgresql' ? Prisma.sql`FOR UPDATE SKIP LOCKED` : Prisma.empty;
-    return db.prisma.$queryRaw<ClaimedRow[]>`
+    const postgres = db.provider === 'postgresql';
+    const lock = postgres ? Prisma.sql`FOR UPDATE SKIP LOCKED` : Prisma.empty;
+    // Inside CASE a bare parameter has no column to take its type from: PostgreSQL would read it
+    // as text. SQLite stores DateTime as text already, so it needs no cast (and must not get one).
+    const timestamp = (d: Date) => (postgres ? Prisma.sql`CAST(${d} AS TIMESTAMP(3))` : Prisma.sql`${d}`);
+    // SET expressions all see the row as it was, so this holds in every one of them.
+    const dead = Prisma.sql`("status" = 'running' AND "attempts" >= "maxAttempts")`;
+    const rows = await db.prisma.$queryRaw<(ClaimedRow & { status: string; lastError: string | null })[]>`
       UPDATE "Job"
-      SET "status" = 'running', "lockedBy" = ${workerId}, "lockedUntil" = ${until},
-          "attempts" = "attempts" + 1, "updatedAt" = ${now}
+      SET "status" = CASE WHEN ${dead} THEN 'failed' ELSE 'running' END,
+          "lockedBy" = CASE WHEN ${dead} THEN NULL ELSE ${workerId} END,
+          "lockedUntil" = CASE WHEN ${dead} THEN NULL ELSE ${timestamp(until)} END,
+          "attempts" = CASE WHEN ${dead} THEN "attempts" ELSE "attempts" + 1 END,
+          "finishedAt" = CASE WHEN ${dead} THEN ${timestamp(now)} ELSE "finishedAt" END,
+          "lastError" = CASE
+            WHEN NOT ${dead} THEN "lastError"
+            WHEN "lastError" IS NULL
+              THEN 'the worker running it stopped '
+                || CASE WHEN "attempts" = 1 THEN 'once' ELSE "attempts" || ' times' END || ' (lease expired)'
+            ELSE SUBSTR('the worker running attempt ' || "attempts" || ' of ' || "maxAttempts"
+              || ' stopped (lease expired); an earlier attempt failed with: ' || "lastError", 1, 2000)
+          END,
+          "updatedAt" = ${now}
       WHERE "id" IN (
         SELECT "id" FROM "Job"
         WHERE "queue" IN (${Prisma.join(queues)})
@@ -139,7 +190,36 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
         LIMIT ${limit}
         ${lock}
       )
-      RETURNING "id", "queue", "payload", "attempts", "maxAttempts", "projectId"`;
+      RETURNING "id", "queue", "payload", "attempts", "maxAttempts", "projectId", "status", "lastError"`;
+    const claimed: ClaimedRow[] = [];
+    const gaveUp: GaveUpRow[] = [];
+    for (const { status, lastError, ...row } of rows) {
+      if (status === 'running') claimed.push(row);
+      else gaveUp.push({ ...row, lastError: lastError ?? '' });
+    }
+    return { claimed, gaveUp };
+  }
+
+  /** Tells the queue's `onGiveUp` about a job the claim marked failed; its failure is only logged. */
+  async function reportGaveUp(row: GaveUpRow): Promise<void> {
+    log.warn(
+      { jobId: row.id, queue: row.queue, attempts: Number(row.attempts), lastError: row.lastError },
+      'job failed for good: its worker stopped on every attempt left',
+    );
+    const onGiveUp = giveUpHooks.get(row.queue);
+    if (!onGiveUp) return;
+    try {
+      await onGiveUp({
+        id: row.id,
+        queue: row.queue,
+        payload: payloadOf(row),
+        attempts: Number(row.attempts),
+        projectId: row.projectId,
+        lastError: row.lastError,
+      });
+    } catch (err) {
+      log.error({ jobId: row.id, err }, 'the give-up hook of a job failed');
+    }
   }
 
   async function renewLease(id: string): Promise<boolean> {
@@ -196,10 +276,7 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
     const controller = new AbortController();
     const attempt = Number(row.attempts);
     const maxAttempts = Number(row.maxAttempts);
-    const payload = (typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload) as Record<
-      string,
-      unknown
-    >;
+    const payload = payloadOf(row);
     const heartbeat = setInterval(
       () => {
         renewLease(row.id).then(
@@ -282,8 +359,11 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
       do {
         tickAgain = false;
         await enqueueRecurring();
-        const claimed = await claim(concurrency - running.size);
+        const { claimed, gaveUp } = await claim(concurrency - running.size);
         for (const row of claimed) execute(row);
+        for (const row of gaveUp) await reportGaveUp(row);
+        // Rows given up took places of the claim's limit: look again for jobs to run.
+        if (gaveUp.length) tickAgain = true;
       } while (tickAgain && running.size < concurrency && !stopping);
       await housekeeping();
     } catch (err) {
@@ -325,8 +405,10 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
     get running() {
       return running.size;
     },
-    register(queue, handler) {
+    register(queue, handler, registerOpts) {
       handlers.set(queue, handler);
+      if (registerOpts?.onGiveUp) giveUpHooks.set(queue, registerOpts.onGiveUp);
+      else giveUpHooks.delete(queue);
     },
     start() {
       if (started) return;

@@ -7,7 +7,7 @@ import { instrumentDb } from './instrument';
 import { createMetrics, type Metrics } from './metrics';
 import { createRateLimiter, type RateLimiter } from './rate-limit';
 
-export { instrumentJobs, instrumentLlm, instrumentTurns } from './instrument';
+export { instrumentJobs, instrumentLlm, observeTurn } from './instrument';
 
 /**
  * The operational parts of one instance (docs/operations.md): its metrics registry, its rate

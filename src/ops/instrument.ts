@@ -3,7 +3,7 @@ import type { Db, QueryEvent } from '../db/client';
 import type { JobHandler, JobRunner } from '../jobs/runner';
 import { isLlmError } from '../llm/errors';
 import type { ChatRequest, ChatStreamEvent, LlmAccounting, LlmProvider } from '../llm/types';
-import type { TurnRecorder } from '../runtime/recorder';
+import type { TurnRecord } from '../runtime/recorder';
 import type { Metrics } from './metrics';
 import { failSpan, recordFinishedSpan, tracer } from './tracing';
 
@@ -67,16 +67,16 @@ export function instrumentJobs(jobs: JobRunner, metrics: Metrics | null): JobRun
   return jobs;
 }
 
-/** Turn counts and durations by outcome, then the wrapped recorder. */
-export function instrumentTurns(recorder: TurnRecorder, metrics: Metrics | null): TurnRecorder {
-  return {
-    async record(turn) {
-      const outcome = turn.outcome;
-      metrics?.turns.inc({ outcome });
-      metrics?.turnDuration.observe({ outcome }, (turn.finishedAt.getTime() - turn.startedAt.getTime()) / 1000);
-      await recorder.record(turn);
-    },
-  };
+/**
+ * Counts a finished turn and its duration by outcome. Called once per turn by the runtime, not by
+ * the recorder, which may record a turn again after a failure (src/runtime/turn-outbox.ts).
+ */
+export function observeTurn(metrics: Metrics | null, turn: TurnRecord): void {
+  metrics?.turns.inc({ outcome: turn.outcome });
+  metrics?.turnDuration.observe(
+    { outcome: turn.outcome },
+    (turn.finishedAt.getTime() - turn.startedAt.getTime()) / 1000,
+  );
 }
 
 /**

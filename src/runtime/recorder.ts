@@ -5,7 +5,8 @@ import type { RuntimeAction } from './types';
 
 /**
  * Everything a turn did, handed to the TurnRecorder once the turn is over: after the state commit
- * on success, and also when the turn failed, timed out, hit the step limit or lost its client.
+ * on success, and also when the turn failed, timed out, hit the step limit or lost its client. It
+ * reaches the recorder through the turn outbox (src/runtime/turn-outbox.ts), as JSON and back.
  * Transcripts (a session's log) and usage events (interactions, users, intents, API and function
  * calls, agent invocations) are both projections of it; docs/runtime.md "Turn records" lists what
  * each field feeds.
@@ -59,7 +60,11 @@ export interface TurnRecord {
 }
 
 export interface TurnRecorder {
-  /** Called once per turn. Errors are logged and never reach the client, which has its answer. */
+  /**
+   * Called for every turn, in turn order per user, at least once: it must be idempotent per
+   * `turnID`. A throw means "not recorded, try again" (the turn outbox retries, later from the job
+   * runner); it never reaches the client, which has its answer.
+   */
   record(turn: TurnRecord): Promise<void>;
 }
 
@@ -93,15 +98,19 @@ export function createLoggingTurnRecorder(logger: Logger): TurnRecorder {
   };
 }
 
-/** Hands each turn to several recorders (transcripts and usage), each failure isolated. */
+/**
+ * Hands each turn to several recorders (transcripts and usage) side by side. One failing does not
+ * stop the others; then the combination throws, so the turn is recorded again later, and the
+ * recorders that succeeded skip it then (each is idempotent per turn).
+ */
 export function combineTurnRecorders(recorders: readonly TurnRecorder[], logger: Logger): TurnRecorder {
   return {
     async record(turn) {
       const results = await Promise.allSettled(recorders.map((r) => r.record(turn)));
-      for (const result of results) {
-        if (result.status === 'rejected')
-          logger.error({ err: result.reason, turnID: turn.turnID }, 'turn recorder failed');
-      }
+      const failures = results.flatMap((result) => (result.status === 'rejected' ? [result.reason as unknown] : []));
+      for (const err of failures) logger.warn({ err, turnID: turn.turnID }, 'turn recorder failed');
+      if (failures.length === 1) throw failures[0];
+      if (failures.length > 1) throw new AggregateError(failures, `${failures.length} turn recorders failed`);
     },
   };
 }

@@ -1,5 +1,6 @@
 import { resolveEnvironment } from '../admin/service';
 import type { Db } from '../db/client';
+import type { DbClient } from '../jobs/queue';
 import { AppError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { Logger } from '../lib/logger';
@@ -27,6 +28,7 @@ import type {
   TurnScope,
 } from './steps/step-type';
 import { createTraceFormatter, type OutputTrace, type TraceProfile } from './trace-format';
+import { enqueueTurnRecord, recordFinishedTurn, type TurnOutboxDeps } from './turn-outbox';
 import { cloneState, emptyState, type RuntimeAction, type RuntimeState, type Trace } from './types';
 import type { RequestConfig } from './validation';
 
@@ -59,6 +61,8 @@ export interface CreateRuntimeOptions {
   extraStepTypes?: readonly AnyStepType[];
   /** HTTP for API steps (default: global fetch). */
   fetch?: typeof fetch;
+  /** Called once when a turn has finished (before it is recorded): metrics. */
+  onTurnFinished?(turn: TurnRecord): void;
   /** Language models, for AI steps. */
   llm?: LlmProvider;
   /** Records a step's model call as usage of the turn's project (AI steps). */
@@ -167,6 +171,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     recordCredit: opts.recordCredit ? (credit, source) => opts.recordCredit!(scope, credit, source) : undefined,
     askKnowledgeBase: opts.askKnowledgeBase ? (question) => opts.askKnowledgeBase!(scope, question) : undefined,
   });
+  const outboxDeps: TurnOutboxDeps = { db, recorder: opts.recorder, logger };
   const programs = new Map<string, CompiledProgram>();
   const running = new Set<Promise<unknown>>();
 
@@ -263,6 +268,23 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     };
     let stateAfter: RuntimeState | null = null;
 
+    // The record goes to the turn outbox (src/runtime/turn-outbox.ts) before the user's next turn
+    // can start: with the state commit, or before the lease is freed. Then it is recorded from there.
+    let outboxJobId: string | null = null;
+    const finalize = () => {
+      record.success = record.outcome === 'completed';
+      record.finishedAt = new Date();
+      record.clientDisconnected = queue.detached;
+    };
+    const writeOutbox = async (client: DbClient) => {
+      finalize();
+      outboxJobId = await enqueueTurnRecord(client, record);
+    };
+    const writeOutboxOrLog = (client: DbClient) =>
+      writeOutbox(client).catch((err: unknown) =>
+        log.error({ err, turnId }, 'could not write the turn to the outbox; recording it directly'),
+      );
+
     let lease: StateLease | null = null;
     try {
       lease = await states.acquire({
@@ -317,23 +339,34 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
       record.outcome = result.status;
 
       if (result.status === 'completed') {
-        const saved = await states.commit(lease, {
-          state: working,
-          sessionId,
-          agentVersionId: program.identity?.versionID ?? null,
-        });
-        lease = null;
-        if (saved) {
-          record.stateSaved = true;
-          stateAfter = working;
-        } else {
-          record.outcome = 'failed';
-          record.error = 'The turn ran past its lease and another write came first; it was not saved';
-          debug('error', record.error);
+        let saved: boolean;
+        try {
+          saved = await states.commit(
+            lease,
+            { state: working, sessionId, agentVersionId: program.identity?.versionID ?? null },
+            {
+              // The record commits exactly when the state does.
+              alsoWrite: async (tx, written) => {
+                record.stateSaved = written;
+                if (!written) {
+                  record.outcome = 'failed';
+                  record.error = 'The turn ran past its lease and another write came first; it was not saved';
+                  debug('error', record.error);
+                }
+                await writeOutbox(tx);
+              },
+            },
+          );
+        } catch (err) {
+          // Rolled back: neither the state nor the outbox entry was written.
+          record.stateSaved = false;
+          outboxJobId = null;
+          throw err;
+        } finally {
+          lease = null;
         }
+        if (saved) stateAfter = working;
       } else {
-        await states.release(lease);
-        lease = null;
         const message = result.error?.message ?? 'The turn failed';
         if (result.status === 'failed') {
           log.error({ err: result.error, turnId, projectId: request.projectId }, 'a turn failed');
@@ -343,6 +376,9 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
           record.error = message;
           debug(result.status === 'timeout' ? 'timeout' : 'error', message);
         }
+        await writeOutboxOrLog(db.prisma);
+        await states.release(lease);
+        lease = null;
       }
     } catch (err) {
       const error = err as Error;
@@ -355,18 +391,21 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
         record.error = error.message;
         debug('error', `The turn failed unexpectedly; quote turn ${turnId} when reporting it`);
       }
-      if (lease)
+      if (lease) {
+        if (!outboxJobId) await writeOutboxOrLog(db.prisma);
         await states.release(lease).catch((e: unknown) => log.warn({ err: e, turnId }, 'could not free a lease'));
+      }
     }
 
-    record.success = record.outcome === 'completed';
-    record.finishedAt = new Date();
-    record.clientDisconnected = queue.detached;
+    // A turn that failed before it held the lease, or whose outbox write failed.
+    if (!outboxJobId) await writeOutboxOrLog(db.prisma);
     try {
-      await opts.recorder.record(record);
+      opts.onTurnFinished?.(record);
     } catch (err) {
-      log.error({ err, turnId }, 'the turn recorder failed');
+      log.warn({ err, turnId }, 'onTurnFinished failed');
     }
+    // Before the stream ends, so a client that saw `end` can read what was recorded.
+    await recordFinishedTurn(outboxDeps, record, outboxJobId);
     if (request.includeState) queue.push({ event: 'state', state: stateAfter ?? emptyState(), turnId });
     queue.push({ event: 'end', turnId, outcome: record.outcome });
     queue.close();

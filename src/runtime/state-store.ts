@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../db/client';
 import { AppError } from '../lib/errors';
 import { newId } from '../lib/ids';
+import type { PrismaTx } from '../transcripts/db';
 import { emptyState, type RuntimeState } from './types';
 
 /**
@@ -42,10 +43,15 @@ export interface StateKey {
 export interface StateStore {
   /** Waits (up to `waitMs`) for the user's lease. Throws SERVICE_UNAVAILABLE when it stays taken. */
   acquire(key: StateKey, opts?: { waitMs?: number; signal?: AbortSignal }): Promise<StateLease>;
-  /** Writes the new state and frees the lease; false when the lease was lost (nothing written). */
+  /**
+   * Writes the new state and frees the lease; false when the lease was lost (nothing written).
+   * `alsoWrite` runs in the same transaction, told whether the state was written: what it writes
+   * commits exactly when the state write does (the runtime's turn outbox).
+   */
   commit(
     lease: StateLease,
     next: { state: RuntimeState; sessionId: string; agentVersionId: string | null },
+    opts?: { alsoWrite?: (tx: PrismaTx, saved: boolean) => Promise<void> },
   ): Promise<boolean>;
   /** Deletes the state and frees the lease. */
   remove(lease: StateLease): Promise<boolean>;
@@ -177,10 +183,10 @@ export function createStateStore(db: Db, opts: StateStoreOptions): StateStore {
       }
     },
 
-    async commit(lease, next) {
+    async commit(lease, next, commitOpts) {
       let written: { count: number };
-      try {
-        written = await prisma.runtimeState.updateMany({
+      const write = (client: PrismaTx) =>
+        client.runtimeState.updateMany({
           where: {
             environmentId: lease.environmentId,
             userId: lease.userId,
@@ -196,6 +202,19 @@ export function createStateStore(db: Db, opts: StateStoreOptions): StateStore {
             lockedUntil: null,
           },
         });
+      try {
+        const alsoWrite = commitOpts?.alsoWrite;
+        written = alsoWrite
+          ? await prisma.$transaction(
+              async (tx) => {
+                const w = await write(tx);
+                await alsoWrite(tx, w.count === 1);
+                return w;
+              },
+              // A busy SQLite writer (a large usage batch) must not fail the turn after 2 s.
+              { maxWait: 15_000, timeout: 15_000 },
+            )
+          : await write(prisma);
       } catch (err) {
         // Nothing was written; free the lease rather than leave it to lapse.
         await store.release(lease).catch(() => {});

@@ -1,5 +1,5 @@
 import type { Db } from '../db/client';
-import { createEvaluationJobHandler, type EvaluationDeps } from '../evaluations/service';
+import { createEvaluationJobHandler, type EvaluationDeps, failAbandonedEvaluationRun } from '../evaluations/service';
 import type { JobRunner, RecurringJob } from '../jobs/runner';
 import type { Logger } from '../lib/logger';
 import { EVALUATION_QUEUE, purgeExpiredOriginals } from './service';
@@ -13,7 +13,9 @@ export function transcriptRecurringJobs(opts: { purgeEveryMs: number }): Recurri
 
 /** Registers the job handlers of transcripts and evaluations on an instance's runner. */
 export function registerTranscriptJobs(jobs: JobRunner, deps: EvaluationDeps & { db: Db; logger: Logger }): void {
-  jobs.register(EVALUATION_QUEUE, createEvaluationJobHandler(deps));
+  jobs.register(EVALUATION_QUEUE, createEvaluationJobHandler(deps), {
+    onGiveUp: (job) => failAbandonedEvaluationRun(deps, job),
+  });
   jobs.register(TRANSCRIPT_RETENTION_QUEUE, async () => {
     const purged = await purgeExpiredOriginals(deps.db);
     if (purged) deps.logger.info({ purged }, 'purged unredacted transcript logs past their retention');

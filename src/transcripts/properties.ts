@@ -1,8 +1,9 @@
 import type { Db } from '../db/client';
+import type { Provider } from '../db/schema-source';
 import { Prisma } from '../generated/sqlite/client';
 import { conflict, notFound, validationError } from '../lib/errors';
 import { newId } from '../lib/ids';
-import { isUniqueViolation } from './db';
+import { isUniqueViolation, type PrismaTx } from './db';
 import type { PropertyType } from './validation';
 
 /**
@@ -56,12 +57,140 @@ function nameTaken(name: string) {
   return conflict(`The project already has a transcript property named "${name}"`);
 }
 
-const SCAN_BATCH = 1000;
+interface LockedProperty {
+  id: string;
+  name: string;
+  type: string;
+}
+
+/**
+ * Reads a property of the project as the transaction's first statement, locked until the
+ * transaction ends, so that a value is always checked against the type that ends up committed:
+ * a retype takes the lock exclusively (`update`), a value being set takes it shared (`share`).
+ * Without it, on PostgreSQL (READ COMMITTED) a value set while a retype was between its check and
+ * its commit was checked against the old type, and a number property could end up holding "abc".
+ *
+ * PostgreSQL: `SELECT … FOR UPDATE` / `FOR SHARE`; a reader that had to wait reads the row as the
+ * other transaction committed it. SQLite has no row locks and one writer at a time: a no-op
+ * UPDATE as the first statement takes the database's write lock before anything is read, so the
+ * read is current and the transaction cannot fail later on a stale snapshot (another process on
+ * the same file waits for the lock, under the busy timeout, instead).
+ */
+async function lockProperty(
+  tx: PrismaTx,
+  provider: Provider,
+  where: { propertyId: string; projectId: string },
+  mode: 'update' | 'share',
+): Promise<LockedProperty | null> {
+  let rows: LockedProperty[];
+  if (provider === 'postgresql') {
+    const lock = mode === 'update' ? Prisma.sql`FOR UPDATE` : Prisma.sql`FOR SHARE`;
+    rows = await tx.$queryRaw<LockedProperty[]>`
+      SELECT "id", "name", "type" FROM "TranscriptProperty"
+      WHERE "id" = ${where.propertyId} AND "projectId" = ${where.projectId}
+      ${lock}`;
+  } else {
+    rows = await tx.$queryRaw<LockedProperty[]>`
+      UPDATE "TranscriptProperty" SET "updatedAt" = "updatedAt"
+      WHERE "id" = ${where.propertyId} AND "projectId" = ${where.projectId}
+      RETURNING "id", "name", "type"`;
+  }
+  return rows[0] ?? null;
+}
+
+/** Distinct values per page of the parse check (one indexed GROUP BY per page). */
+const CHECK_BATCH = 1000;
+/** Rows per page of the rewrite: one UPDATE of three bound parameters per row. */
+const REWRITE_BATCH = 500;
+
+/**
+ * Checks that every stored value of a property parses under `type`: pages through the distinct
+ * values in index order (keyset on the value), so memory holds one page whatever the count.
+ * Parsing stays in `parsePropertyValue` (JavaScript's trim, Number and String), which SQL could
+ * not reproduce exactly on both engines.
+ */
+async function countUnparsable(
+  tx: PrismaTx,
+  propertyId: string,
+  type: PropertyType,
+): Promise<{ bad: number; example: string | null }> {
+  let bad = 0;
+  let example: string | null = null;
+  let after: string | undefined;
+  for (;;) {
+    const page = await tx.transcriptPropertyValue.groupBy({
+      by: ['value'],
+      where: { propertyId, ...(after !== undefined ? { value: { gt: after } } : {}) },
+      _count: { _all: true },
+      orderBy: { value: 'asc' },
+      take: CHECK_BATCH,
+    });
+    for (const row of page) {
+      if (parsePropertyValue(type, row.value).ok) continue;
+      bad += row._count._all;
+      example ??= row.value;
+    }
+    if (page.length < CHECK_BATCH) return { bad, example };
+    after = page[page.length - 1]!.value;
+  }
+}
+
+/**
+ * Rewrites every value of a property to `type`'s canonical form, a page of rows at a time in
+ * primary-key order (each row visited once), each page one UPDATE … FROM (VALUES …). Values and
+ * numbers are bound parameters: a double sent through JSON text would be re-parsed by the engine.
+ * Call after `countUnparsable` found nothing.
+ */
+async function rewriteValues(
+  tx: PrismaTx,
+  provider: Provider,
+  propertyId: string,
+  type: PropertyType,
+  now: Date,
+): Promise<void> {
+  if (type === 'string') {
+    // Every canonical number or boolean is already its own canonical string: only the number goes.
+    await tx.$executeRaw`
+      UPDATE "TranscriptPropertyValue" SET "numberValue" = NULL, "updatedAt" = ${now}
+      WHERE "propertyId" = ${propertyId}`;
+    return;
+  }
+  const postgres = provider === 'postgresql';
+  // PostgreSQL cannot infer a type for a parameter inside VALUES; SQLite needs no cast.
+  const text = (v: string) => (postgres ? Prisma.sql`CAST(${v} AS TEXT)` : Prisma.sql`${v}`);
+  const real = (v: number | null) => (postgres ? Prisma.sql`CAST(${v} AS DOUBLE PRECISION)` : Prisma.sql`${v}`);
+  let after: string | undefined;
+  for (;;) {
+    const page = await tx.transcriptPropertyValue.findMany({
+      where: { propertyId, ...(after !== undefined ? { transcriptId: { gt: after } } : {}) },
+      orderBy: { transcriptId: 'asc' },
+      select: { transcriptId: true, value: true },
+      take: REWRITE_BATCH,
+    });
+    if (page.length === 0) return;
+    const rows = page.map((row) => {
+      const parsed = parsePropertyValue(type, row.value);
+      // countUnparsable ran in this transaction under the property's exclusive lock (lockProperty):
+      // no value set since could have been checked against another type.
+      if (!parsed.ok) throw new Error(`value ${JSON.stringify(row.value)} stopped parsing as ${type}`);
+      return Prisma.sql`(${text(row.transcriptId)}, ${text(parsed.value)}, ${real(parsed.numberValue)})`;
+    });
+    await tx.$executeRaw`
+      UPDATE "TranscriptPropertyValue"
+      SET "value" = m.column2, "numberValue" = m.column3, "updatedAt" = ${now}
+      FROM (VALUES ${Prisma.join(rows)}) AS m
+      WHERE "TranscriptPropertyValue"."propertyId" = ${propertyId}
+        AND "TranscriptPropertyValue"."transcriptId" = m.column1`;
+    if (page.length < REWRITE_BATCH) return;
+    after = page[page.length - 1]!.transcriptId;
+  }
+}
 
 /**
  * Renames and/or retypes a property. A new type is refused (409, with the count) while any stored
  * value would not parse under it; otherwise every value is rewritten to the new type's canonical
- * form in the same transaction.
+ * form in the same transaction. Both steps page through the values (see countUnparsable and
+ * rewriteValues), so their cost is a statement per page, and their memory one page.
  */
 export async function updateProperty(
   db: Db,
@@ -70,9 +199,7 @@ export async function updateProperty(
   try {
     await db.prisma.$transaction(
       async (tx) => {
-        const property = await tx.transcriptProperty.findFirst({
-          where: { id: input.propertyId, projectId: input.projectId },
-        });
+        const property = await lockProperty(tx, db.provider, input, 'update');
         if (!property) throw notFound('Transcript property', input.propertyId);
         if (input.name && input.name !== property.name) {
           const clash = await tx.transcriptProperty.findUnique({
@@ -81,41 +208,15 @@ export async function updateProperty(
           });
           if (clash) throw nameTaken(input.name);
         }
-        const newType = input.type ?? property.type;
+        const newType = input.type ?? (property.type as PropertyType);
         if (newType !== property.type) {
-          // Walk the values in key order, a batch at a time, collecting the rewrites per distinct value.
-          const rewrites = new Map<string, { value: string; numberValue: number | null }>();
-          let bad = 0;
-          let example: string | null = null;
-          let after: string | undefined;
-          for (;;) {
-            const batch = await tx.transcriptPropertyValue.findMany({
-              where: { propertyId: property.id, ...(after ? { transcriptId: { gt: after } } : {}) },
-              orderBy: { transcriptId: 'asc' },
-              select: { transcriptId: true, value: true },
-              take: SCAN_BATCH,
-            });
-            for (const row of batch) {
-              const parsed = parsePropertyValue(newType, row.value);
-              if (!parsed.ok) {
-                bad++;
-                example ??= row.value;
-              } else rewrites.set(row.value, { value: parsed.value, numberValue: parsed.numberValue });
-            }
-            if (batch.length < SCAN_BATCH) break;
-            after = batch[batch.length - 1]!.transcriptId;
-          }
+          const { bad, example } = await countUnparsable(tx, property.id, newType);
           if (bad > 0) {
             throw conflict(
               `Cannot change the type to ${newType}: ${bad} stored value${bad === 1 ? '' : 's'} would not parse as ${newType} (for example ${JSON.stringify(example)}); change or delete them first`,
             );
           }
-          for (const [old, next] of rewrites) {
-            await tx.transcriptPropertyValue.updateMany({
-              where: { propertyId: property.id, value: old },
-              data: { value: next.value, numberValue: next.numberValue },
-            });
-          }
+          await rewriteValues(tx, db.provider, property.id, newType, new Date());
         }
         await tx.transcriptProperty.update({
           where: { id: property.id },
@@ -153,10 +254,8 @@ export async function setPropertyValue(
   },
 ) {
   return db.prisma.$transaction(async (tx) => {
-    const property = await tx.transcriptProperty.findFirst({
-      where: { id: input.propertyId, projectId: input.projectId },
-      select: { id: true, type: true },
-    });
+    // Shared with other values being set, exclusive of a retype (see lockProperty).
+    const property = await lockProperty(tx, db.provider, input, 'share');
     if (!property) throw notFound('Transcript property', input.propertyId);
     const parsed = parsePropertyValue(property.type, input.value);
     if (!parsed.ok) {

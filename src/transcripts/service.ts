@@ -201,27 +201,64 @@ async function recordTranscriptCreated(
   );
 }
 
-/** Records logs of a session in one transaction (creating its transcript), then publishes them. */
+/**
+ * Records logs of a session in one transaction (creating its transcript), then publishes them.
+ *
+ * With `onceForLogId` (the ID of the first log, which the caller chooses: the runtime passes the
+ * turn ID) the call is idempotent: when a log of that ID exists, nothing is written and `null` is
+ * returned, so a turn recorded again after a retry or from the outbox is not appended twice. Two
+ * such calls at once: the second one's insert of that ID fails on the primary key once the first
+ * commits, and it answers `null` too.
+ */
+export async function recordSessionLogs(
+  deps: TranscriptDeps,
+  input: SessionKey & { logs: readonly LogInput[]; onceForLogId: string },
+): Promise<(AppendedLogs & { created: boolean }) | null>;
 export async function recordSessionLogs(
   deps: TranscriptDeps,
   input: SessionKey & { logs: readonly LogInput[] },
-): Promise<AppendedLogs & { created: boolean }> {
-  const { usage, ...result } = await deps.db.prisma.$transaction(async (tx) => {
-    const transcript = await findOrCreateSessionTranscript(tx, input);
-    const appended = await appendLogs(tx, {
-      transcriptId: transcript.id,
-      projectId: input.projectId,
-      logs: input.logs,
-      retentionMs: deps.retentionMs,
+): Promise<AppendedLogs & { created: boolean }>;
+export async function recordSessionLogs(
+  deps: TranscriptDeps,
+  input: SessionKey & { logs: readonly LogInput[]; onceForLogId?: string },
+): Promise<(AppendedLogs & { created: boolean }) | null> {
+  const { onceForLogId } = input;
+  const alreadyThere = async (client: PrismaTx) =>
+    onceForLogId !== undefined &&
+    (await client.transcriptLog.findUnique({ where: { id: onceForLogId }, select: { id: true } })) !== null;
+  let written: (AppendedLogs & { created: boolean; usage: RecordedUsage | null }) | null;
+  try {
+    written = await deps.db.prisma.$transaction(async (tx) => {
+      if (await alreadyThere(tx)) return null;
+      return appendSessionLogs(deps, tx, input);
     });
-    const usage = transcript.created
-      ? await recordTranscriptCreated(deps, tx, { ...input, transcriptId: transcript.id })
-      : null;
-    return { ...appended, created: transcript.created, usage };
-  });
+  } catch (err) {
+    if (isUniqueViolation(err) && (await alreadyThere(deps.db.prisma))) return null;
+    throw err;
+  }
+  if (!written) return null;
+  const { usage, ...result } = written;
   publishTranscriptLogs(deps.pubsub, result);
   if (usage) publishUsageCounters(deps.pubsub, usage);
   return result;
+}
+
+async function appendSessionLogs(
+  deps: TranscriptDeps,
+  tx: PrismaTx,
+  input: SessionKey & { logs: readonly LogInput[] },
+): Promise<AppendedLogs & { created: boolean; usage: RecordedUsage | null }> {
+  const transcript = await findOrCreateSessionTranscript(tx, input);
+  const appended = await appendLogs(tx, {
+    transcriptId: transcript.id,
+    projectId: input.projectId,
+    logs: input.logs,
+    retentionMs: deps.retentionMs,
+  });
+  const usage = transcript.created
+    ? await recordTranscriptCreated(deps, tx, { ...input, transcriptId: transcript.id })
+    : null;
+  return { ...appended, created: transcript.created, usage };
 }
 
 /** Ingestion: a new transcript for a session, with its first logs. 409 when the session has one. */

@@ -7,6 +7,7 @@ import type { LogInput } from './validation';
  * request's action (with the turn's ID, so `history[].id` is the turn ID), every trace of the
  * turn at its own time, and an `end` log when the conversation reached an end. A turn that failed
  * before it knew its session (it never got the user's state) has no transcript to go to.
+ * Idempotent per turn ID, as the runtime's outbox needs (src/runtime/turn-outbox.ts).
  */
 export function createTranscriptTurnRecorder(deps: TranscriptDeps): TurnRecorder {
   return {
@@ -23,12 +24,14 @@ export function createTranscriptTurnRecorder(deps: TranscriptDeps): TurnRecorder
         ),
         ...(turn.conversationEnded ? [{ type: 'end', data: null, createdAt: turn.finishedAt } satisfies LogInput] : []),
       ];
+      // The action log's ID is the turn's: recording a turn again (a retry, the outbox) writes nothing.
       await recordSessionLogs(deps, {
         projectId: turn.projectID,
         environmentId: turn.environmentID,
         sessionId: turn.sessionID,
         userId: turn.userID,
         logs,
+        onceForLogId: turn.turnID,
       });
     },
   };

@@ -89,4 +89,49 @@ describeEachDatabase('evaluation jobs across a crash', (provider) => {
       ['polite', true],
     ]);
   });
+
+  it('records failed on the result when the worker of the job stopped on its last attempt', async () => {
+    fake ??= await startFakeOpenAiServer();
+    const env = {
+      LLM_BASE_URL: fake.baseUrl,
+      LLM_DEFAULT_MODEL: 'judge',
+      LLM_MAX_RETRIES: '0',
+      JOB_POLL_MS: '50',
+      JOB_LEASE_MS: '600',
+    };
+    const first = await startTestApp(provider, { env });
+    apps.push(first);
+    const p = await adminProject(first);
+    const created = await first.http('POST', '/v1/transcript-evaluation', {
+      key: p.apiKey,
+      body: { projectID: p.projectID, name: 'killer', enabled: true, type: 'string', prompt: 'Summarise.' },
+    });
+    const transcript = await ingestTranscript(first, p);
+    fake.script({ type: 'hang' });
+    const requestsBefore = fake.requests.length;
+    await first.http('POST', `/v1/transcript/${transcript}/project/${p.projectID}/end`, { key: p.apiKey });
+    await expect.poll(() => fake.requests.length, { timeout: 10_000 }).toBe(requestsBefore + 1);
+    first.services.jobs.abandon();
+    const db = first.services.db.prisma;
+    // That was its last attempt (as if the four before had taken their worker down too).
+    await db.job.updateMany({ where: { projectId: p.projectID, queue: 'evaluation' }, data: { maxAttempts: 1 } });
+
+    const second = await startTestApp(provider, { env, database: first.database });
+    apps.push(second);
+    await expect
+      .poll(async () => (await db.evaluationResult.findFirst({ where: { transcriptId: transcript } }))?.status, {
+        timeout: 20_000,
+      })
+      .toBe('failed');
+    const result = await db.evaluationResult.findFirstOrThrow({ where: { transcriptId: transcript } });
+    expect(result).toMatchObject({
+      evaluationId: created.body.evaluation.id,
+      error: 'The evaluation job failed: the worker running it stopped once (lease expired)',
+    });
+    expect(await db.job.findFirst({ where: { projectId: p.projectID, queue: 'evaluation' } })).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+    });
+    expect(fake.requests.length).toBe(requestsBefore + 1);
+  });
 });

@@ -134,6 +134,97 @@ describeEachDatabase('the job runner', (provider) => {
     expect(completions).toEqual([`${id}@2`]);
   });
 
+  it('marks a job failed, without running it again, once its worker has stopped on its last attempt', async () => {
+    const queue = uniqueQueue('killer');
+    const crashing = runner({ leaseMs: 300, workerId: 'killed' });
+    let started!: () => void;
+    const isRunning = new Promise<void>((r) => {
+      started = r;
+    });
+    crashing.register(queue, async (job) => {
+      started();
+      await new Promise((_, reject) => job.signal.addEventListener('abort', () => reject(job.signal.reason)));
+    });
+    const { id } = await enqueueJob(db.prisma, { queue, payload: { n: 7 }, maxAttempts: 1 });
+    crashing.start();
+    await isRunning;
+    crashing.abandon(); // the job took its worker down on its only attempt
+
+    const ran: number[] = [];
+    const gaveUp: unknown[] = [];
+    const survivor = runner({ leaseMs: 300, workerId: 'survivor' });
+    survivor.register(
+      queue,
+      async (job) => {
+        ran.push(job.attempt);
+      },
+      {
+        onGiveUp: async (job) => {
+          gaveUp.push(job);
+        },
+      },
+    );
+    survivor.start();
+    await expect
+      .poll(async () => (await db.prisma.job.findUniqueOrThrow({ where: { id } })).status, { timeout: 10_000 })
+      .toBe('failed');
+    const job = await db.prisma.job.findUniqueOrThrow({ where: { id } });
+    expect(job).toMatchObject({
+      attempts: 1,
+      lockedBy: null,
+      lockedUntil: null,
+      lastError: 'the worker running it stopped once (lease expired)',
+    });
+    expect(job.finishedAt).toBeInstanceOf(Date);
+    await expect.poll(() => gaveUp.length).toBe(1);
+    expect(gaveUp[0]).toEqual({
+      id,
+      queue,
+      payload: { n: 7 },
+      attempts: 1,
+      projectId: null,
+      lastError: 'the worker running it stopped once (lease expired)',
+    });
+    await survivor.drain();
+    expect(ran).toEqual([]);
+  });
+
+  it('gives up on a lapsed job with no attempts left, keeping the error of an earlier attempt', async () => {
+    const queue = uniqueQueue('lapsed');
+    const past = new Date(Date.now() - 60_000);
+    const base = { queue, payload: {}, status: 'running', lockedBy: 'gone', lockedUntil: past, runAt: past };
+    const prefix = `${Date.now().toString(16)}${queue.slice(-6)}`;
+    const id = (n: number) => `${prefix}${n}`.padEnd(24, '0');
+    // Three attempts: the first two died with their worker, the third failed and was retried,
+    // and the retry's worker died too; one job with attempts left, taken over as before.
+    await db.prisma.job.createMany({
+      data: [
+        { ...base, id: id(1), attempts: 3, maxAttempts: 3 },
+        { ...base, id: id(2), attempts: 4, maxAttempts: 4, lastError: 'Error: provider down' },
+        { ...base, id: id(3), attempts: 1, maxAttempts: 2 },
+      ],
+    });
+    const ran: string[] = [];
+    const r = runner();
+    r.register(queue, async (job) => {
+      ran.push(`${job.id}@${job.attempt}`);
+    });
+    r.start();
+    await r.drain();
+    const jobs = await db.prisma.job.findMany({ where: { queue }, orderBy: { id: 'asc' } });
+    expect(jobs.map((j) => [j.status, j.attempts, j.lockedBy, j.lastError])).toEqual([
+      ['failed', 3, null, 'the worker running it stopped 3 times (lease expired)'],
+      [
+        'failed',
+        4,
+        null,
+        'the worker running attempt 4 of 4 stopped (lease expired); an earlier attempt failed with: Error: provider down',
+      ],
+      ['done', 2, null, null],
+    ]);
+    expect(ran).toEqual([`${id(3)}@2`]);
+  });
+
   it('shares work between two runners on one database without running any job twice', async () => {
     const queue = uniqueQueue('shared');
     const other = await createDb(database.url);

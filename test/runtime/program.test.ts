@@ -56,6 +56,30 @@ describe('the agent program format', () => {
     );
   });
 
+  it('takes a fixed API method or a template with a variable, and refuses any other word', () => {
+    const program = (method: string) => ({
+      name: 'x',
+      startFlow: 'main',
+      variables: [{ name: 'verb' }],
+      flows: [{ id: 'main', start: 'a', steps: [{ id: 'a', type: 'api', method, url: 'https://example.com/' }] }],
+    });
+    for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', '{verb}', ' {verb} ']) {
+      expect(checkProgram(program(method), registry).errors, method).toEqual([]);
+    }
+    for (const method of ['get', 'FETCH', '', 'verb']) {
+      const check = checkProgram(program(method), registry);
+      expect(check.errors, method).toEqual([
+        expect.objectContaining({
+          path: 'flows.0.steps.0.method',
+          message: expect.stringContaining('must be GET, POST, PUT, PATCH or DELETE, or a template with a {variable}'),
+        }),
+      ]);
+    }
+    expect(checkProgram(program('{nope}'), registry).errors).toEqual([
+      expect.objectContaining({ path: 'flows.0.steps.0.method', message: 'unknown variable "nope"' }),
+    ]);
+  });
+
   it('reports unknown intents, entities, flows and triggers, and warns of flows nothing runs', () => {
     const check = checkProgram(
       {

@@ -360,6 +360,64 @@ describeEachDatabase('runtime steps', (provider) => {
     expect(record.apiCalls[0]!.url).toBe(`${api.url}/orders/12345`);
   });
 
+  it('api: a templated method is filled when the step runs; one that is no HTTP method takes the failure path', async () => {
+    const a = await agent(
+      [
+        {
+          id: 'call',
+          type: 'api',
+          method: '{verb}',
+          url: '{base}/echo',
+          body: { n: 1 },
+          responseMappings: [{ variable: 'got', path: 'got' }],
+          next: 'ok',
+          failure: 'failed',
+        },
+        { id: 'ok', type: 'message', message: 'ok {got}' },
+        { id: 'failed', type: 'message', message: 'failed' },
+      ],
+      { variables: [{ name: 'base' }, { name: 'verb' }, { name: 'got' }] },
+    );
+    const before = api.requests.length;
+    const run = async (verb: string) => {
+      const traces = await a.turn({ type: 'launch' }, { variables: { base: api.url, verb } });
+      return {
+        texts: texts(traces),
+        paths: paths(traces),
+        debug: traces.filter((tr) => tr.type === 'debug').map((tr) => tr.payload),
+      };
+    };
+    expect(await run('post')).toMatchObject({ texts: ['ok {"n":1}'], paths: ['api:success'] });
+    expect(await run(' Put ')).toMatchObject({ texts: ['ok {"n":1}'], paths: ['api:success'] });
+    // GET sends no body, whatever the step says.
+    expect(await run('get')).toMatchObject({ texts: ['ok '], paths: ['api:success'] });
+    expect(api.requests.slice(before).map((r) => [r.method, r.body])).toEqual([
+      ['POST', '{"n":1}'],
+      ['PUT', '{"n":1}'],
+      ['GET', ''],
+    ]);
+    for (const verb of ['FETCH', '', 'po st', 'poſt']) {
+      const outcome = await run(verb);
+      expect(outcome.texts, verb).toEqual(['failed']);
+      expect(outcome.paths).toEqual(['api:failure']);
+      expect(outcome.debug).toEqual([
+        {
+          type: 'api',
+          message: expect.stringContaining(
+            `ms: invalid method ${JSON.stringify(verb.trim())}: must be GET, POST, PUT, PATCH or DELETE`,
+          ),
+        },
+      ]);
+    }
+    expect(api.requests.length).toBe(before + 3);
+    const record = await recorder.waitFor(
+      (r) => r.projectID === a.project.projectID && r.apiCalls.some((c) => c.method === 'FETCH'),
+    );
+    expect(record.apiCalls).toEqual([
+      expect.objectContaining({ stepID: 'call', method: 'FETCH', status: null, success: false }),
+    ]);
+  });
+
   it('code: reads and writes variables and picks a path, in a sandbox without network, files or endless loops', async () => {
     const code = (id: string, source: string, next = 'report') => ({
       id,

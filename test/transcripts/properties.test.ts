@@ -280,6 +280,106 @@ describeEachDatabase('transcript properties and values over REST', (provider) =>
     expect(search.body.transcripts.map((x: { id: string }) => x.id)).toEqual([transcripts[0]]);
   });
 
+  it('retypes a property with many values a page at a time, with the same parsing rules as a set value', async () => {
+    const p = await t.app.createProject();
+    const db = t.app.services.db.prisma;
+    const create = async (name: string, type: string) =>
+      (
+        await t.app.http('POST', '/v1/transcript-property', {
+          key: p.apiKey,
+          body: { projectID: p.projectID, name, type },
+        })
+      ).body.property.id as string;
+    const patch = (id: string, type: string) =>
+      t.app.http('PATCH', `/v1/transcript-property/${id}`, { key: p.apiKey, body: { type } });
+    const measure = await create('measure', 'string');
+    const flag = await create('flag', 'string');
+    // More distinct values than one page of the check (1000) and of the rewrite (500).
+    const special = [' +7 ', '.25', '1E3', '-2.50e-1', '1e21', '0010', '\t42\n', '3.'];
+    const texts = [...special, ...Array.from({ length: 1200 }, (_, i) => `${i}.50`)];
+    const bad = ['n/a', 'n/a', 'zz'];
+    const all = [...texts, ...bad];
+    const environmentId = p.environments[0]!.id;
+    const stamp = Date.now().toString(16).padStart(12, '0');
+    const transcriptIds = all.map((_, i) => `${stamp}${i.toString(16).padStart(12, '0')}`);
+    await db.transcript.createMany({
+      data: transcriptIds.map((id) => ({ id, projectId: p.projectID, environmentId, sessionId: `s-${id}` })),
+    });
+    await db.transcriptPropertyValue.createMany({
+      data: all.map((value, i) => ({ transcriptId: transcriptIds[i]!, propertyId: measure, value })),
+    });
+
+    const operations: string[] = [];
+    const listener = (e: { model: string | undefined; operation: string }) => {
+      if (e.model === 'TranscriptPropertyValue' || e.operation === '$executeRaw') operations.push(e.operation);
+    };
+    const listeners = t.app.services.db.queryListeners;
+    listeners.add(listener);
+    try {
+      const refused = await patch(measure, 'number');
+      expect(refused.status).toBe(409);
+      expect(refused.body.message).toMatch(/: 3 stored values would not parse as number/);
+      expect((await db.transcriptProperty.findUniqueOrThrow({ where: { id: measure } })).type).toBe('string');
+      expect(
+        await db.transcriptPropertyValue.count({ where: { propertyId: measure, numberValue: { not: null } } }),
+      ).toBe(0);
+
+      await db.transcriptPropertyValue.deleteMany({ where: { propertyId: measure, value: { in: bad } } });
+      operations.length = 0;
+      expect((await patch(measure, 'number')).status).toBe(204);
+      // A statement per page, not one per distinct value (1208 of them).
+      expect(operations.length).toBeLessThanOrEqual(10);
+    } finally {
+      listeners.delete(listener);
+    }
+    const stored = await db.transcriptPropertyValue.findMany({
+      where: { propertyId: measure },
+      orderBy: { transcriptId: 'asc' },
+      select: { value: true, numberValue: true },
+    });
+    // Exactly what setting each value on a number property stores.
+    expect(stored).toEqual(
+      texts.map((text) => ({ value: String(Number(text.trim())), numberValue: Number(text.trim()) })),
+    );
+    expect(stored.slice(0, special.length).map((v) => v.value)).toEqual([
+      '7',
+      '0.25',
+      '1000',
+      '-0.25',
+      '1e+21',
+      '10',
+      '42',
+      '3',
+    ]);
+
+    // Back to string: the canonical text stays, the number goes.
+    expect((await patch(measure, 'string')).status).toBe(204);
+    expect(await db.transcriptPropertyValue.count({ where: { propertyId: measure, numberValue: { not: null } } })).toBe(
+      0,
+    );
+    expect(await db.transcriptPropertyValue.count({ where: { propertyId: measure, value: '1e+21' } })).toBe(1);
+
+    await db.transcriptPropertyValue.createMany({
+      data: [' TRUE ', 'false', 'False\n'].map((value, i) => ({
+        transcriptId: transcriptIds[i]!,
+        propertyId: flag,
+        value,
+      })),
+    });
+    expect((await patch(flag, 'number')).body.message).toMatch(/: 3 stored values would not parse as number/);
+    expect((await patch(flag, 'boolean')).status).toBe(204);
+    const flags = await db.transcriptPropertyValue.findMany({
+      where: { propertyId: flag },
+      orderBy: { transcriptId: 'asc' },
+      select: { value: true, numberValue: true },
+    });
+    expect(flags).toEqual([
+      { value: 'true', numberValue: null },
+      { value: 'false', numberValue: null },
+      { value: 'false', numberValue: null },
+    ]);
+  });
+
   it('deleting a property removes its values from every transcript', async () => {
     const p = await t.app.createProject();
     const prop = (

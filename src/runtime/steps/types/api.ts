@@ -11,12 +11,56 @@ import { defineStepType, type StepContext, type StepProblem } from '../step-type
 
 const headerNameSchema = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/, 'must be an HTTP header name');
 
+const httpMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+type HttpMethod = (typeof httpMethods)[number];
+const methodList = 'GET, POST, PUT, PATCH or DELETE';
+const methodProblem = `must be ${methodList}, or a template with a {variable} such as "{verb}"`;
+
+/**
+ * A fixed method, or a template that gives one when the step runs (`{verb}`). A template must hold
+ * a placeholder: a fixed word that is not a method (`FETCH`, `get`) is a mistake to report at
+ * publish time, not at run time.
+ */
+const methodSchema = z
+  .union(
+    [
+      z.enum(httpMethods),
+      templateSchema
+        .max(200)
+        // Zod reports this branch's message for any string that is neither, so it names both forms.
+        .regex(/\{[A-Za-z_][A-Za-z0-9_.]*\}/, methodProblem)
+        .describe('A template with a `{variable}`, e.g. `{verb}`.'),
+    ],
+    { error: methodProblem },
+  )
+  .describe(
+    `${methodList}; or a template such as \`{verb}\`, which must give one of them (any case) when the step runs, else the step takes its failure path.`,
+  );
+
+function isHttpMethod(text: string): text is HttpMethod {
+  return (httpMethods as readonly string[]).includes(text);
+}
+
+/**
+ * The method to send: the fixed one, or the template filled and upper-cased. Only ASCII letters
+ * are upper-cased, so no other text (`poſt` upper-cases to `POST` in JavaScript) passes for a method.
+ */
+function resolveMethod(
+  step: ApiStep,
+  ctx: StepContext,
+): { ok: true; method: HttpMethod } | { ok: false; text: string } {
+  if (isHttpMethod(step.method)) return { ok: true, method: step.method };
+  const text = ctx.interpolate(step.method).trim();
+  const upper = /^[A-Za-z]+$/.test(text) ? text.toUpperCase() : text;
+  return isHttpMethod(upper) ? { ok: true, method: upper } : { ok: false, text };
+}
+
 const schema = z
   .strictObject({
     id: stepIdSchema,
     type: z.literal('api'),
     name: z.string().max(200).optional().describe('The API’s name in usage records (default: the step ID).'),
-    method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']),
+    method: methodSchema,
     url: templateSchema
       .min(1)
       .describe('An http(s) URL. Placeholders are percent-encoded, except one at the very start (a base address).'),
@@ -24,7 +68,9 @@ const schema = z
     query: z.record(z.string().min(1).max(200), templateSchema).optional().describe('Query parameters, encoded.'),
     body: jsonValueSchema
       .optional()
-      .describe('A string (sent as is, placeholders filled) or a JSON value (its strings filled; sent as JSON).'),
+      .describe(
+        'A string (sent as is, placeholders filled) or a JSON value (its strings filled; sent as JSON). Not sent with GET.',
+      ),
     timeoutMs: z.number().int().min(1).max(120_000).optional().describe('Default 10000; capped by the server.'),
     responseMappings: z
       .array(
@@ -103,6 +149,7 @@ export const apiStep = defineStepType<ApiStep>({
   ],
   references: (step) => ({
     templates: [
+      { field: 'method', text: step.method },
       { field: 'url', text: step.url },
       ...Object.entries(step.headers ?? {}).map(([name, text]) => ({ field: `headers.${name}`, text })),
       ...Object.entries(step.query ?? {}).map(([name, text]) => ({ field: `query.${name}`, text })),
@@ -132,15 +179,14 @@ export const apiStep = defineStepType<ApiStep>({
     const started = performance.now();
     const timeoutMs = Math.min(step.timeoutMs ?? defaultTimeoutMs, ctx.services.maxApiTimeoutMs);
     let url: URL | null = null;
+    // What the records show: the method sent, or the template until it is resolved.
+    let method = step.method;
     const fail = (message: string, status: number | null) => {
       const durationMs = Math.round(performance.now() - started);
-      ctx.debug(
-        `API ${step.method} ${url ? recordedUrl(url) : step.url} failed after ${durationMs} ms: ${message}`,
-        'api',
-      );
+      ctx.debug(`API ${method} ${url ? recordedUrl(url) : step.url} failed after ${durationMs} ms: ${message}`, 'api');
       ctx.recordApiCall({
         name,
-        method: step.method,
+        method,
         url: url ? recordedUrl(url) : step.url,
         status,
         success: false,
@@ -149,6 +195,12 @@ export const apiStep = defineStepType<ApiStep>({
       });
       return { kind: 'next' as const, target: step.failure, path: 'api:failure' };
     };
+    const resolved = resolveMethod(step, ctx);
+    if (!resolved.ok) {
+      method = resolved.text.slice(0, 20);
+      return fail(`invalid method ${JSON.stringify(resolved.text.slice(0, 100))}: must be ${methodList}`, null);
+    }
+    method = resolved.method;
     try {
       url = buildUrl(step, ctx);
     } catch (err) {
@@ -157,7 +209,8 @@ export const apiStep = defineStepType<ApiStep>({
     const headers = new Headers();
     for (const [header, template] of Object.entries(step.headers ?? {})) headers.set(header, ctx.interpolate(template));
     let body: string | undefined;
-    if (step.body !== undefined && step.method !== 'GET') {
+    // A GET has no body: refused at publish time for a fixed GET, left out for a template that gives GET.
+    if (step.body !== undefined && method !== 'GET') {
       if (typeof step.body === 'string') {
         body = ctx.interpolate(step.body);
         if (!headers.has('content-type')) headers.set('content-type', 'text/plain; charset=utf-8');
@@ -170,7 +223,7 @@ export const apiStep = defineStepType<ApiStep>({
     let response: Response;
     let text: string;
     try {
-      response = await ctx.services.fetch(url, { method: step.method, headers, body, signal, redirect: 'follow' });
+      response = await ctx.services.fetch(url, { method, headers, body, signal, redirect: 'follow' });
       text = await readLimited(response, ctx.services.maxApiResponseBytes);
     } catch (err) {
       if (ctx.signal.aborted) throw err;
@@ -183,10 +236,10 @@ export const apiStep = defineStepType<ApiStep>({
     }
     if (response.status < 200 || response.status > 299) return fail(`status ${response.status}`, response.status);
     const durationMs = Math.round(performance.now() - started);
-    ctx.debug(`API ${step.method} ${recordedUrl(url)} answered ${response.status} in ${durationMs} ms`, 'api');
+    ctx.debug(`API ${method} ${recordedUrl(url)} answered ${response.status} in ${durationMs} ms`, 'api');
     ctx.recordApiCall({
       name,
-      method: step.method,
+      method,
       url: recordedUrl(url),
       status: response.status,
       success: true,
