@@ -1,6 +1,6 @@
 import { type Attributes, ROOT_CONTEXT, type Span, SpanKind } from '@opentelemetry/api';
 import type { Db, QueryEvent } from '../db/client';
-import type { JobHandler, JobRunner } from '../jobs/runner';
+import type { JobHandler, JobRunner, RegisterOptions } from '../jobs/runner';
 import { isLlmError } from '../llm/errors';
 import type { ChatRequest, ChatStreamEvent, LlmAccounting, LlmProvider } from '../llm/types';
 import type { TurnRecord } from '../runtime/recorder';
@@ -34,35 +34,39 @@ export function instrumentDb(db: Db, metrics: Metrics | null): () => void {
  */
 export function instrumentJobs(jobs: JobRunner, metrics: Metrics | null): JobRunner {
   const register = jobs.register.bind(jobs);
-  jobs.register = (queue: string, handler: JobHandler) => {
-    register(queue, async (job) => {
-      const started = performance.now();
-      const attributes: Attributes = {
-        'parley.job.id': job.id,
-        'parley.job.queue': job.queue,
-        'parley.job.attempt': job.attempt,
-        'parley.job.max_attempts': job.maxAttempts,
-      };
-      return tracer().startActiveSpan(
-        `job ${queue}`,
-        { kind: SpanKind.CONSUMER, attributes },
-        ROOT_CONTEXT,
-        async (span: Span) => {
-          let outcome = 'ok';
-          try {
-            await handler(job);
-          } catch (err) {
-            outcome = job.signal.aborted ? 'aborted' : 'error';
-            failSpan(span, err);
-            throw err;
-          } finally {
-            metrics?.jobRuns.inc({ queue, outcome });
-            metrics?.jobDuration.observe({ queue }, (performance.now() - started) / 1000);
-            span.end();
-          }
-        },
-      );
-    });
+  jobs.register = (queue: string, handler: JobHandler, opts?: RegisterOptions) => {
+    register(
+      queue,
+      async (job) => {
+        const started = performance.now();
+        const attributes: Attributes = {
+          'parley.job.id': job.id,
+          'parley.job.queue': job.queue,
+          'parley.job.attempt': job.attempt,
+          'parley.job.max_attempts': job.maxAttempts,
+        };
+        return tracer().startActiveSpan(
+          `job ${queue}`,
+          { kind: SpanKind.CONSUMER, attributes },
+          ROOT_CONTEXT,
+          async (span: Span) => {
+            let outcome = 'ok';
+            try {
+              await handler(job);
+            } catch (err) {
+              outcome = job.signal.aborted ? 'aborted' : 'error';
+              failSpan(span, err);
+              throw err;
+            } finally {
+              metrics?.jobRuns.inc({ queue, outcome });
+              metrics?.jobDuration.observe({ queue }, (performance.now() - started) / 1000);
+              span.end();
+            }
+          },
+        );
+      },
+      opts,
+    );
   };
   return jobs;
 }
