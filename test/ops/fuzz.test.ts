@@ -29,6 +29,7 @@ interface Seeded {
   transcriptID: string;
   propertyID: string;
   evaluationID: string;
+  documentID: string;
 }
 
 /** Rows of one project in every table that holds project data, with their full contents. */
@@ -66,6 +67,8 @@ async function snapshot(
       orderBy: [{ transcriptId: 'asc' }, { evaluationId: 'asc' }],
     }),
     usageEvent: await prisma.usageEvent.findMany(byProject),
+    kbDocument: await prisma.kbDocument.findMany(byProject),
+    kbChunk: await prisma.kbChunk.findMany({ where: { projectId }, orderBy: { seq: 'asc' } }),
   };
   const counts = Object.fromEntries(Object.entries(tables).map(([name, rows]) => [name, rows.length]));
   const json = JSON.stringify(tables, (_k, v) => (typeof v === 'bigint' ? v.toString() : v));
@@ -75,7 +78,16 @@ async function snapshot(
 async function seedProject(app: TestApp, name: string): Promise<Seeded> {
   const project = await app.createProject({
     name,
-    scopes: ['admin', 'analytics:read', 'analytics:write', 'transcripts:read', 'transcripts:write', 'runtime:interact'],
+    scopes: [
+      'admin',
+      'analytics:read',
+      'analytics:write',
+      'transcripts:read',
+      'transcripts:write',
+      'runtime:interact',
+      'kb:read',
+      'kb:write',
+    ],
   });
   const transcriptID = await ingestTranscript(app, project, { logs: conversation('hello') });
   const property = await app.http('POST', '/v1/transcript-property', {
@@ -97,7 +109,24 @@ async function seedProject(app: TestApp, name: string): Promise<Seeded> {
       { id: 'main', name: 'Main', start: 'a', steps: [{ id: 'a', type: 'message', message: 'hi {last_utterance}' }] },
     ],
   });
-  return { project, transcriptID, propertyID: property.body.property.id, evaluationID: evaluation.body.evaluation.id };
+  const document = await app.http('POST', '/v1/knowledge-base/docs/upload/table', {
+    key: project.apiKey,
+    query: { wait: 'true' },
+    body: {
+      data: {
+        name: 'faq',
+        schema: { searchableFields: ['q'], metadataFields: ['topic'] },
+        items: [{ q: 'How do refunds work?', topic: 'billing' }],
+      },
+    },
+  });
+  return {
+    project,
+    transcriptID,
+    propertyID: property.body.property.id,
+    evaluationID: evaluation.body.evaluation.id,
+    documentID: document.body.data.documentID,
+  };
 }
 
 const errorKeys = ['errorCode', 'message', 'statusCode', 'statusText'];
@@ -120,7 +149,9 @@ function checkRestError(status: number, contentType: string | null, text: string
 }
 
 describeEachDatabase('fuzzing the REST and GraphQL surface', (provider) => {
-  const t = useTestApp(provider, { env: { RATE_LIMIT_ENABLED: 'false', RUNTIME_TURN_TIMEOUT_MS: '3000' } });
+  const t = useTestApp(provider, {
+    env: { RATE_LIMIT_ENABLED: 'false', RUNTIME_TURN_TIMEOUT_MS: '3000', KB_WAIT_TIMEOUT_MS: '2000' },
+  });
   let target: Seeded;
   let bystander: Seeded;
   let before: Awaited<ReturnType<typeof snapshot>>;
@@ -152,6 +183,7 @@ describeEachDatabase('fuzzing the REST and GraphQL surface', (provider) => {
     s.transcriptID,
     s.propertyID,
     s.evaluationID,
+    s.documentID,
     ...s.project.environments.map((e) => e.id),
   ];
   const junk = fc.oneof(
@@ -190,6 +222,13 @@ describeEachDatabase('fuzzing the REST and GraphQL surface', (provider) => {
     'patterns',
     'variables',
     'state',
+    'question',
+    'filters',
+    'chunkLimit',
+    'synthesis',
+    'url',
+    'schema',
+    'items',
   ];
   const jsonBody = (who: string) =>
     fc.oneof(
@@ -216,10 +255,44 @@ describeEachDatabase('fuzzing the REST and GraphQL surface', (provider) => {
         })),
       },
       { weight: 1, arbitrary: fc.string().map((s) => ({ text: s, type: 'text/plain' })) },
+      {
+        // Multipart forms, well made or not: a file part with a random name, random metadata, a
+        // boundary that does not match, or no closing boundary.
+        weight: 1,
+        arbitrary: fc
+          .record({
+            filename: fc.oneof(fc.constantFrom('a.txt', 'b.pdf', 'c.exe', '', 'd.md'), fc.string({ maxLength: 20 })),
+            metadata: fc.oneof(
+              fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v)),
+              fc.string({ maxLength: 30 }),
+            ),
+            content: fc.string({ maxLength: 200 }),
+            close: fc.boolean(),
+            boundary: fc.constantFrom('fuzzboundary', 'other'),
+          })
+          .map((f) => ({
+            text: `--fuzzboundary\r\nContent-Disposition: form-data; name="file"; filename="${f.filename.replace(/["\r\n]/g, '')}"\r\n\r\n${f.content}\r\n--fuzzboundary\r\nContent-Disposition: form-data; name="metadata"\r\n\r\n${f.metadata}\r\n${f.close ? '--fuzzboundary--\r\n' : ''}`,
+            type: `multipart/form-data; boundary=${f.boundary}`,
+          })),
+      },
       { weight: 1, arbitrary: fc.constant({ text: '{"projectID": 1e400}', type: 'application/json; charset=utf-16' }) },
       { weight: 1, arbitrary: fc.constant(null) },
     );
-  const queryKeys = ['take', 'skip', 'order', 'encode', 'environment', 'unredacted', 'filterConversation', 'wait'];
+  const queryKeys = [
+    'take',
+    'skip',
+    'order',
+    'encode',
+    'environment',
+    'unredacted',
+    'filterConversation',
+    'wait',
+    'overwrite',
+    'maxChunkSize',
+    'page',
+    'limit',
+    'projectID',
+  ];
   const queryString = fc.dictionary(
     fc.oneof(fc.constantFrom(...queryKeys), fc.string({ maxLength: 10 })),
     fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom('-1', '0', '101', 'true', 'ASC', '1e9', '')),
