@@ -1,12 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { enqueueJob } from '../../src/jobs/queue';
 import { newId } from '../../src/lib/ids';
-import { startTestApp, type TestApp, type TestProject, useTestApp } from '../helpers/app';
-import { type FakeOpenAiServer, startFakeOpenAiServer } from '../helpers/fake-openai-server';
+import { useTestApp } from '../helpers/app';
 import { helpedEvaluation } from '../helpers/fixtures';
 import { databaseLanes } from '../helpers/lanes';
 import { publish, v2StreamPath } from '../helpers/runtime';
-import { adminProject, ingestTranscript } from '../transcripts/helpers';
+import { ingestTranscript } from '../transcripts/helpers';
+import { useAppWithFakeModel } from './helpers';
 
 /**
  * GET /metrics over real HTTP: the token, and every family of docs/operations.md moving with real
@@ -37,26 +37,13 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
 }
 
 describe(`metrics [${provider}]`, () => {
-  let fake: FakeOpenAiServer;
-  const env: Record<string, string> = {
+  const t = useAppWithFakeModel(provider, {
     METRICS_TOKEN: metricsToken,
     RATE_LIMIT_ENABLED: 'false',
     LLM_DEFAULT_MODEL: 'judge',
     LLM_MAX_RETRIES: '0',
     LLM_PRICES: '{"judge": {"input": 1, "output": 2}}',
     JOB_POLL_MS: '50',
-  };
-  const t = {} as { app: TestApp };
-  let p: TestProject;
-  beforeAll(async () => {
-    // The fake model server first: its URL is part of the app's configuration.
-    fake = await startFakeOpenAiServer();
-    t.app = await startTestApp(provider, { env: { ...env, LLM_BASE_URL: fake.baseUrl } });
-    p = await adminProject(t.app);
-  });
-  afterAll(async () => {
-    await t.app?.close();
-    await fake?.close();
   });
 
   const scrape = async () => {
@@ -81,9 +68,11 @@ describe(`metrics [${provider}]`, () => {
 
   it('counts HTTP requests by route pattern and status, never by raw path', async () => {
     const missing = newId();
-    expect((await t.app.http('GET', `/v1/transcript/${missing}`, { key: p.apiKey })).status).toBe(404);
+    expect((await t.app.http('GET', `/v1/transcript/${missing}`, { key: t.project.apiKey })).status).toBe(404);
     // Refused before routing (malformed JSON), still counted under its route.
-    expect((await t.app.http('POST', '/v1/environment', { key: p.apiKey, body: '{"projectID": ' })).status).toBe(400);
+    expect(
+      (await t.app.http('POST', '/v1/environment', { key: t.project.apiKey, body: '{"projectID": ' })).status,
+    ).toBe(400);
     expect((await t.app.http('GET', `/nothing/${missing}`)).status).toBe(404);
     const text = await scrape();
     expect(
@@ -106,7 +95,7 @@ describe(`metrics [${provider}]`, () => {
   it('counts GraphQL operations by name, type and outcome, and database operations by model', async () => {
     await t.app.gql('query MetricsProbe { projects { id } }');
     await t.app.gql('query MetricsProbe { project(id: "000000000000000000000000") { id } }');
-    await t.app.http('GET', `/v1/environment/project/${p.projectID}`, { key: p.apiKey });
+    await t.app.http('GET', `/v1/environment/project/${t.project.projectID}`, { key: t.project.apiKey });
     const text = await scrape();
     expect(
       sample(text, 'parley_graphql_operations_total', {
@@ -128,7 +117,7 @@ describe(`metrics [${provider}]`, () => {
   });
 
   it('gauges open SSE streams while they are open, and counts turns with their duration', async () => {
-    await publish(t.app, p.projectID, {
+    await publish(t.app, t.project.projectID, {
       name: 'Slow',
       startFlow: 'main',
       flows: [
@@ -152,7 +141,7 @@ describe(`metrics [${provider}]`, () => {
       signal: subscription.signal,
     });
     expect(sub.status).toBe(200);
-    const turn = await fetch(new URL(v2StreamPath(p.projectID, 'metrics-user'), t.app.url), {
+    const turn = await fetch(new URL(v2StreamPath(t.project.projectID, 'metrics-user'), t.app.url), {
       method: 'POST',
       headers: { authorization: t.app.operatorToken, 'content-type': 'application/json', accept: 'text/event-stream' },
       body: JSON.stringify({ action: { type: 'launch' } }),
@@ -208,17 +197,19 @@ describe(`metrics [${provider}]`, () => {
 
   it('counts LLM calls, tokens and cost per model, and the evaluation job that made them', async () => {
     const evaluation = await t.app.http('POST', '/v1/transcript-evaluation', {
-      key: p.apiKey,
-      body: helpedEvaluation(p.projectID, 'helped'),
+      key: t.project.apiKey,
+      body: helpedEvaluation(t.project.projectID, 'helped'),
     });
     expect(evaluation.status).toBe(201);
-    const transcript = await ingestTranscript(t.app, p);
-    fake.script({
+    const transcript = await ingestTranscript(t.app, t.project);
+    t.fake.script({
       type: 'chat',
       chunks: ['{"value": true, ', '"reason": "yes"}'],
       usage: { prompt_tokens: 100, completion_tokens: 20 },
     });
-    const end = await t.app.http('POST', `/v1/transcript/${transcript}/project/${p.projectID}/end`, { key: p.apiKey });
+    const end = await t.app.http('POST', `/v1/transcript/${transcript}/project/${t.project.projectID}/end`, {
+      key: t.project.apiKey,
+    });
     expect(end.body.evaluationsQueued).toBe(1);
     await expect
       .poll(async () => sample(await scrape(), 'parley_llm_calls_total', { model: 'judge', outcome: 'ok' }), {

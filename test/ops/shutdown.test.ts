@@ -1,14 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '../../src/db/client';
-import { projectRoot } from '../../src/db/schema-source';
 import type { ScratchDatabase } from '../../src/db/scratch';
 import { type FakeOpenAiServer, startFakeOpenAiServer } from '../helpers/fake-openai-server';
 import { helpedEvaluation, pausingProgram } from '../helpers/fixtures';
 import { createTestDatabase, databaseLanes } from '../helpers/lanes';
+import { startServeProcess, waitUntilReady, waitUntilUnready } from '../helpers/serve-process';
 import { conversation } from '../transcripts/helpers';
 
 /**
@@ -20,15 +16,6 @@ import { conversation } from '../transcripts/helpers';
  */
 
 const provider = databaseLanes()[0] ?? 'sqlite';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 async function readAll(response: Response, onChunk?: (text: string) => void): Promise<string> {
   const reader = response.body!.getReader();
@@ -55,30 +42,19 @@ describe(`shutdown under load [${provider}]`, () => {
   });
 
   it('drains on SIGTERM: unready, refuses connections, completes subscriptions, finishes the turn, releases the job, exits 0', async () => {
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
     const token = 'operator-token-for-shutdown-under-load';
-    const child: ChildProcess = spawn(process.execPath, [join(projectRoot, 'bin/parley.js'), 'serve'], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        DATABASE_URL: database.url,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        ADMIN_TOKEN: token,
-        LOG_LEVEL: 'info',
-        SHUTDOWN_GRACE_MS: '6000',
-        JOB_POLL_MS: '50',
-        LLM_BASE_URL: fake.baseUrl,
-        LLM_DEFAULT_MODEL: 'judge',
-        LLM_MAX_RETRIES: '0',
-        LLM_TIMEOUT_MS: '120000',
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
+    const server = await startServeProcess({
+      DATABASE_URL: database.url,
+      ADMIN_TOKEN: token,
+      LOG_LEVEL: 'info',
+      SHUTDOWN_GRACE_MS: '6000',
+      JOB_POLL_MS: '50',
+      LLM_BASE_URL: fake.baseUrl,
+      LLM_DEFAULT_MODEL: 'judge',
+      LLM_MAX_RETRIES: '0',
+      LLM_TIMEOUT_MS: '120000',
     });
-    let stderr = '';
-    child.stderr?.on('data', (chunk) => {
-      stderr += String(chunk);
-    });
+    const { url, child } = server;
     const call = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(`${url}${path}`, {
         method,
@@ -91,9 +67,7 @@ describe(`shutdown under load [${provider}]`, () => {
     const gql = (query: string, variables: Record<string, unknown> = {}) =>
       call('POST', '/graphql', { query, variables });
     try {
-      await expect
-        .poll(async () => (await fetch(`${url}/readyz`).catch(() => null))?.status, { timeout: 30_000 })
-        .toBe(200);
+      await waitUntilReady(server);
       const created = await gql('mutation { createProject(input: { name: "drain" }) { project { id } } }');
       const projectID: string = created.body.data.createProject.project.id;
       const published = await gql(
@@ -143,18 +117,9 @@ describe(`shutdown under load [${provider}]`, () => {
       await firstMessage;
       const subscriptionText = readAll(subscription);
 
-      const exited = once(child, 'exit');
       child.kill('SIGTERM');
       // No new connection is accepted (readiness is false for whoever still asks over an open one).
-      await expect
-        .poll(async () => {
-          try {
-            return (await fetch(`${url}/readyz`)).status;
-          } catch {
-            return 'refused';
-          }
-        })
-        .not.toBe(200);
+      await waitUntilUnready(server);
       await expect
         .poll(async () => {
           try {
@@ -172,9 +137,9 @@ describe(`shutdown under load [${provider}]`, () => {
       expect(text).toContain('after the pause');
       expect(text).toMatch(/event: end\nid: \d+\n\n$/);
 
-      const [code] = await exited;
-      expect(code, stderr).toBe(0);
-      expect(stderr).toContain('draining');
+      const [code] = await server.exited;
+      expect(code, server.stderr()).toBe(0);
+      expect(server.stderr()).toContain('draining');
 
       // The job was handed back to the queue, its attempt not counted, for another instance.
       const db = await createDb(database.url);

@@ -1,8 +1,6 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { SpanKind } from '@opentelemetry/api';
 import {
   InMemorySpanExporter,
@@ -11,14 +9,13 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../../src/db/schema-source';
 import type { ScratchDatabase } from '../../src/db/scratch';
-import { startTestApp, type TestApp, type TestProject } from '../helpers/app';
-import { type FakeOpenAiServer, startFakeOpenAiServer } from '../helpers/fake-openai-server';
 import { helpedEvaluation } from '../helpers/fixtures';
 import { createTestDatabase, databaseLanes } from '../helpers/lanes';
 import { publish, v2StreamPath } from '../helpers/runtime';
-import { adminProject, ingestTranscript } from '../transcripts/helpers';
+import { startServeProcess, waitUntilReady } from '../helpers/serve-process';
+import { ingestTranscript } from '../transcripts/helpers';
+import { useAppWithFakeModel } from './helpers';
 
 /**
  * Tracing: spans of this process go to an in-memory exporter (registered for this test file's
@@ -38,29 +35,16 @@ const spansOf = (id: string) => exporter.getFinishedSpans().filter((s) => s.span
 const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
 
 describe(`spans [${provider}]`, () => {
-  let fake: FakeOpenAiServer;
-  const env: Record<string, string> = {
+  const t = useAppWithFakeModel(provider, {
     RATE_LIMIT_ENABLED: 'false',
     LLM_DEFAULT_MODEL: 'judge',
     LLM_MAX_RETRIES: '0',
     JOB_POLL_MS: '50',
-  };
-  const t = {} as { app: TestApp };
-  let p: TestProject;
-  beforeAll(async () => {
-    // The fake model server first: its URL is part of the app's configuration.
-    fake = await startFakeOpenAiServer();
-    t.app = await startTestApp(provider, { env: { ...env, LLM_BASE_URL: fake.baseUrl } });
-    p = await adminProject(t.app);
-  });
-  afterAll(async () => {
-    await t.app?.close();
-    await fake?.close();
   });
 
   it('continues the caller’s trace: HTTP request, GraphQL operation and database calls, parent to child', async () => {
-    const res = await t.app.http('GET', `/v1/environment/project/${p.projectID}`, {
-      key: p.apiKey,
+    const res = await t.app.http('GET', `/v1/environment/project/${t.project.projectID}`, {
+      key: t.project.apiKey,
       headers: { traceparent },
     });
     expect(res.status).toBe(200);
@@ -87,7 +71,7 @@ describe(`spans [${provider}]`, () => {
   });
 
   it('traces a runtime turn and each step it runs, inside the request that started it', async () => {
-    await publish(t.app, p.projectID, {
+    await publish(t.app, t.project.projectID, {
       name: 'Traced',
       startFlow: 'main',
       flows: [
@@ -103,7 +87,7 @@ describe(`spans [${provider}]`, () => {
       ],
     });
     const turnTrace = 'a'.repeat(32);
-    const response = await fetch(new URL(v2StreamPath(p.projectID, 'traced-user'), t.app.url), {
+    const response = await fetch(new URL(v2StreamPath(t.project.projectID, 'traced-user'), t.app.url), {
       method: 'POST',
       headers: {
         authorization: t.app.operatorToken,
@@ -117,7 +101,7 @@ describe(`spans [${provider}]`, () => {
     await expect.poll(() => spansOf(turnTrace).some((s) => s.name === 'runtime.turn')).toBe(true);
     const spans = spansOf(turnTrace);
     const turn = spans.find((s) => s.name === 'runtime.turn')!;
-    expect(turn.attributes).toMatchObject({ 'parley.project.id': p.projectID, 'parley.action.type': 'launch' });
+    expect(turn.attributes).toMatchObject({ 'parley.project.id': t.project.projectID, 'parley.action.type': 'launch' });
     const steps = spans.filter((s) => s.name.startsWith('runtime.step '));
     expect(steps.map((s) => [s.name, s.attributes['parley.step.id']])).toEqual([
       ['runtime.step message', 'hi'],
@@ -129,17 +113,19 @@ describe(`spans [${provider}]`, () => {
 
   it('traces a job attempt as its own trace, with the LLM call it made, model and tokens', async () => {
     const evaluation = await t.app.http('POST', '/v1/transcript-evaluation', {
-      key: p.apiKey,
-      body: helpedEvaluation(p.projectID, 'traced'),
+      key: t.project.apiKey,
+      body: helpedEvaluation(t.project.projectID, 'traced'),
     });
     expect(evaluation.status).toBe(201);
-    const transcript = await ingestTranscript(t.app, p);
-    fake.script({
+    const transcript = await ingestTranscript(t.app, t.project);
+    t.fake.script({
       type: 'chat',
       chunks: ['{"value": true, "reason": "ok"}'],
       usage: { prompt_tokens: 50, completion_tokens: 9 },
     });
-    await t.app.http('POST', `/v1/transcript/${transcript}/project/${p.projectID}/end`, { key: p.apiKey });
+    await t.app.http('POST', `/v1/transcript/${transcript}/project/${t.project.projectID}/end`, {
+      key: t.project.apiKey,
+    });
     await expect
       .poll(() => exporter.getFinishedSpans().some((s) => s.name === 'job evaluation'), { timeout: 15_000 })
       .toBe(true);
@@ -192,45 +178,28 @@ describe(`OTLP export from parley serve [${provider}]`, () => {
   });
 
   it('posts the spans of a served request to <endpoint>/v1/traces as OTLP JSON, flushed at shutdown', async () => {
-    const portServer = createServer();
-    portServer.listen(0, '127.0.0.1');
-    await once(portServer, 'listening');
-    const port = (portServer.address() as AddressInfo).port;
-    portServer.close();
     const endpoint = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-    const child: ChildProcess = spawn(process.execPath, [join(projectRoot, 'bin/parley.js'), 'serve'], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        DATABASE_URL: database.url,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'warn',
-        OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
-        OTEL_SERVICE_NAME: 'parley-otlp-test',
-        JOBS_ENABLED: 'false',
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
+    const server = await startServeProcess({
+      DATABASE_URL: database.url,
+      LOG_LEVEL: 'warn',
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+      OTEL_SERVICE_NAME: 'parley-otlp-test',
+      JOBS_ENABLED: 'false',
     });
-    let stderr = '';
-    child.stderr?.on('data', (chunk) => {
-      stderr += String(chunk);
-    });
+    const { child } = server;
     try {
-      const url = `http://127.0.0.1:${port}`;
-      await expect
-        .poll(async () => (await fetch(`${url}/healthz`).catch(() => null))?.status, { timeout: 30_000 })
-        .toBe(200);
+      const { url } = server;
+      await waitUntilReady(server, '/healthz');
       const exportTrace = 'c'.repeat(32);
       await fetch(`${url}/v1/whoami`, { headers: { traceparent: `00-${exportTrace}-${'d'.repeat(16)}-01` } });
-      const exited = once(child, 'exit');
       child.kill('SIGTERM');
-      await exited;
+      await server.exited;
       const spans = received.flatMap((r) =>
         r.body.resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans)),
       );
       expect(
         received.every((r) => r.path === '/v1/traces'),
-        stderr,
+        server.stderr(),
       ).toBe(true);
       expect(spans.find((s) => s.name === 'GET /v1/whoami')).toMatchObject({ traceId: exportTrace });
       const serviceNames = received.flatMap((r) =>

@@ -36,17 +36,26 @@ function firstInvalidUtf8(bytes: Uint8Array): number {
  * error rather than mojibake in the knowledge base. A `charset` other than UTF-8 declared by a
  * web server is honoured.
  */
-export function decodeText(bytes: Uint8Array, what: string, contentType?: string | null): string {
-  const charset = charsetOf(contentType);
+/**
+ * The text when a declared non-UTF-8 charset or a UTF-16 byte-order mark says how to read the
+ * bytes; null when they should be read as UTF-8 (an unknown label counts as no label).
+ */
+function decodeDeclared(bytes: Uint8Array, charset: string | null): string | null {
   if (charset && !UTF8_LABELS.has(charset)) {
     try {
       return new TextDecoder(charset).decode(bytes);
     } catch {
-      // An unknown label: treat the bytes as UTF-8 below.
+      // An unknown label: read the bytes as the BOM or UTF-8 say.
     }
   }
   if (bytes[0] === 0xff && bytes[1] === 0xfe) return new TextDecoder('utf-16le').decode(bytes);
   if (bytes[0] === 0xfe && bytes[1] === 0xff) return new TextDecoder('utf-16be').decode(bytes);
+  return null;
+}
+
+export function decodeText(bytes: Uint8Array, what: string, contentType?: string | null): string {
+  const declared = decodeDeclared(bytes, charsetOf(contentType));
+  if (declared !== null) return declared;
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch (err) {
@@ -70,15 +79,8 @@ export function decodeHtml(bytes: Uint8Array, contentType?: string | null): stri
     const meta = /<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)/i.exec(head);
     if (meta) charset = (meta[1] as string).toLowerCase();
   }
-  if (charset && !UTF8_LABELS.has(charset)) {
-    try {
-      return new TextDecoder(charset).decode(bytes);
-    } catch {
-      // Unknown label: fall through to UTF-8.
-    }
-  }
-  if (bytes[0] === 0xff && bytes[1] === 0xfe) return new TextDecoder('utf-16le').decode(bytes);
-  if (bytes[0] === 0xfe && bytes[1] === 0xff) return new TextDecoder('utf-16be').decode(bytes);
+  const declared = decodeDeclared(bytes, charset);
+  if (declared !== null) return declared;
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
