@@ -623,6 +623,23 @@ describeEachDatabase('knowledge base over GraphQL', (provider) => {
       sub.close();
     }
 
+    // Defaults apply over GraphQL as over REST: 2 chunks, synthesis on.
+    for (const name of ['more-1.txt', 'more-2.txt']) {
+      await uploadFile(t.app, {
+        key: p.apiKey,
+        filename: name,
+        content: 'Penguins swim fast.',
+        query: { wait: 'true' },
+      });
+    }
+    const defaults = await t.app.gql(
+      'query($input: KnowledgeBaseQueryInput!) { knowledgeBaseQuery(input: $input) { output chunks { chunkID } } }',
+      { input: { question: 'penguins' } },
+      p.apiKey,
+    );
+    expect(defaults.body.data.knowledgeBaseQuery.chunks).toHaveLength(2);
+    expect(defaults.body.data.knowledgeBaseQuery.output).toBeTruthy();
+
     const bad = await t.app.gql(
       'subscription($input: KnowledgeBaseQueryInput!) { knowledgeBaseAnswer(input: $input) { type } }',
       { input: { question: 'x', filters: { a: { $nope: 1 } } } },

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { beforeAll, expect, it } from 'vitest';
+import { scopes } from '../../src/auth/keys';
 import type { PrismaDb } from '../../src/db/client';
 import { routes } from '../../src/rest/routes';
 import { type TestApp, type TestProject, useTestApp } from '../helpers/app';
@@ -78,16 +79,7 @@ async function snapshot(
 async function seedProject(app: TestApp, name: string): Promise<Seeded> {
   const project = await app.createProject({
     name,
-    scopes: [
-      'admin',
-      'analytics:read',
-      'analytics:write',
-      'transcripts:read',
-      'transcripts:write',
-      'runtime:interact',
-      'kb:read',
-      'kb:write',
-    ],
+    scopes: [...scopes],
   });
   const transcriptID = await ingestTranscript(app, project, { logs: conversation('hello') });
   const property = await app.http('POST', '/v1/transcript-property', {

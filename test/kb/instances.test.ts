@@ -1,0 +1,53 @@
+import { afterAll, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app';
+import { kbQuery, uploadFile } from '../helpers/kb';
+import { createTestDatabase, databaseLanes, describeWithRedis } from '../helpers/lanes';
+
+/**
+ * Several instances, one deployment: an API instance that runs no jobs answers `?wait=true`
+ * uploads once a worker instance has ingested them (the status travels through Redis), and both
+ * see the same knowledge base.
+ */
+describeWithRedis('knowledge base across instances', (redisUrl) => {
+  const apps: TestApp[] = [];
+  const dropped: { drop(): Promise<void> }[] = [];
+  afterAll(async () => {
+    for (const app of apps) await app.close();
+    for (const database of dropped) await database.drop();
+  });
+
+  it('waits on one instance for the ingestion another instance runs', async () => {
+    const provider = databaseLanes().at(-1) ?? 'sqlite';
+    const database = await createTestDatabase(provider);
+    dropped.push(database);
+    const api = await startTestApp(provider, { database, env: { REDIS_URL: redisUrl, JOBS_ENABLED: 'false' } });
+    apps.push(api);
+    const p = await api.createProject();
+    const worker = await startTestApp(provider, {
+      database,
+      env: { REDIS_URL: redisUrl, ADMIN_TOKEN: api.operatorToken, JOB_POLL_MS: '60000' },
+    });
+    apps.push(worker);
+
+    const res = await uploadFile(api, {
+      key: p.apiKey,
+      filename: 'lighthouse.txt',
+      content: 'The lighthouse keeper lights the lamp at dusk.',
+      query: { wait: 'true' },
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toMatchObject({ status: { type: 'SUCCESS' }, chunkCount: 1 });
+    // The API instance ran no job: the worker did.
+    expect(api.services.jobs.running).toBe(0);
+    const jobs = await api.services.db.prisma.job.findMany({
+      where: { queue: 'kb-ingest' },
+      select: { lockedBy: true, status: true },
+    });
+    expect(jobs.map((j) => j.status)).toEqual(['done']);
+
+    for (const app of [api, worker]) {
+      const found = await kbQuery(app, p.apiKey, { question: 'When is the lamp lit?', synthesis: false });
+      expect(found.body.chunks[0]?.documentID).toBe(res.body.data.documentID);
+    }
+  });
+});
