@@ -5,7 +5,7 @@ import { notFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { AppPubSub } from '../lib/pubsub';
 import type { PrismaTx } from '../transcripts/db';
-import type { KbFileType } from './parse';
+import { type KbFileType, kbFileTypeNames } from './parse';
 import { kbLimits } from './validation';
 
 /**
@@ -20,12 +20,8 @@ export const kbDocumentStatuses = ['PENDING', 'SUCCESS', 'ERROR'] as const;
 export type KbDocumentStatus = (typeof kbDocumentStatuses)[number];
 
 /** `data.type` of a document: a file's type, `url` or `table`. */
-export const kbDocumentTypes = ['text', 'markdown', 'html', 'pdf', 'docx', 'csv', 'json', 'url', 'table'] as const;
+export const kbDocumentTypes = [...kbFileTypeNames, 'url', 'table'] as const;
 export type KbDocumentType = (typeof kbDocumentTypes)[number];
-// A new file type must be added above too.
-type _CoversFileTypes = KbFileType extends KbDocumentType ? true : never;
-const _coversFileTypes: _CoversFileTypes = true;
-void _coversFileTypes;
 
 export interface KbIngestJobPayload {
   documentId: string;

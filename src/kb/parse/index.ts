@@ -9,7 +9,9 @@ import { extractPlainText } from './text';
 
 export { normalizeText } from './normalize';
 
-export type KbFileType = 'text' | 'markdown' | 'html' | 'pdf' | 'docx' | 'csv' | 'json';
+/** The file types the knowledge base reads. */
+export const kbFileTypeNames = ['text', 'markdown', 'html', 'pdf', 'docx', 'csv', 'json'] as const;
+export type KbFileType = (typeof kbFileTypeNames)[number];
 
 /** The supported types with their main extension, in the order DECISIONS.md §7 lists them. */
 export const kbFileTypes: readonly { type: KbFileType; extension: string }[] = [
