@@ -3,6 +3,7 @@ import { type Authenticator, createAuthenticator } from './auth/authenticate';
 import { createDb, type Db } from './db/client';
 import { applyMigrations } from './db/migrate';
 import type { Config } from './env';
+import { registerEvaluationJobs } from './evaluations/jobs';
 import { createJobRunner, type JobRunner } from './jobs/runner';
 import { KB_INGEST_QUEUE } from './kb/documents';
 import { createKbEmbedHandler, KB_EMBED_QUEUE, requestEmbeddingSweep } from './kb/embeddings';
@@ -183,7 +184,8 @@ export async function createServices(config: Config, opts: CreateServicesOptions
       sandboxWorkers: config.RUNTIME_SANDBOX_WORKERS,
     },
   });
-  registerTranscriptJobs(jobs, { db, pubsub, llm, logger: logger.child({ component: 'evaluations' }) });
+  registerEvaluationJobs(jobs, { db, pubsub, llm, logger: logger.child({ component: 'evaluations' }) });
+  registerTranscriptJobs(jobs, { db, logger: logger.child({ component: 'transcripts' }) });
   // Knowledge-base URL uploads fetch addresses that users choose: the same guard as API steps.
   const kbFetch = createOutboundFetch({
     allowPrivate: config.KB_ALLOW_PRIVATE_URLS,

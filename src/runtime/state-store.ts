@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../db/client';
+import type { PrismaTx } from '../db/transaction';
 import { AppError } from '../lib/errors';
 import { newId } from '../lib/ids';
-import type { PrismaTx } from '../transcripts/db';
 import { emptyState, type RuntimeState } from './types';
 
 /**
