@@ -1,4 +1,5 @@
-import { recordUsageEvents } from './analytics/recorder';
+import { recordUsageEvents } from './analytics/usage-event-writer';
+import { createUsageTurnRecorder } from './analytics/usage-turn-recorder';
 import { type Authenticator, createAuthenticator } from './auth/authenticate';
 import { createDb, type Db } from './db/client';
 import { applyMigrations } from './db/migrate';
@@ -16,14 +17,13 @@ import { createOutboundFetch } from './lib/outbound-http';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
 import { createLlmProvider, type LlmProvider } from './llm';
 import { createOps, instrumentJobs, instrumentLlm, type Ops, observeTurn } from './ops';
-import { combineTurnRecorders, createLoggingTurnRecorder, type TurnRecorder } from './runtime/recorder';
 import { createRuntime, type Runtime } from './runtime/service';
 import type { AnyStepType } from './runtime/steps/step-type';
 import { createTurnRecordJobHandler, TURN_RECORD_QUEUE } from './runtime/turn-outbox';
-import { createUsageTurnRecorder } from './runtime/usage-recorder';
+import { combineTurnRecorders, createLoggingTurnRecorder, type TurnRecorder } from './runtime/turn-record';
 import { registerTranscriptJobs, transcriptRecurringJobs } from './transcripts/jobs';
 import { retentionMsOf } from './transcripts/service';
-import { createTranscriptTurnRecorder } from './transcripts/turn-recorder';
+import { createTranscriptTurnRecorder } from './transcripts/transcript-turn-recorder';
 
 /**
  * The long-lived parts of one Parley instance, built once by `createServices` and handed to the

@@ -1,5 +1,5 @@
 import type { UsageEvent } from '../analytics/events';
-import { publishUsageCounters, recordUsageEvents, writeUsageEvents } from '../analytics/recorder';
+import { publishUsageCounters, recordUsageEvents, writeUsageEvents } from '../analytics/usage-event-writer';
 import type { Db } from '../db/client';
 import type { Provider } from '../db/schema-source';
 import { isUniqueViolation, type PrismaTx } from '../db/transaction';

@@ -14,7 +14,6 @@ import { interpretTurn } from './interpreter';
 import { type CompiledProgram, compileProgram } from './program/compile';
 import type { AgentProgram } from './program/schema';
 import type { ProgramCheck } from './program/validate';
-import type { TurnRecord, TurnRecorder } from './recorder';
 import { type CodeSandbox, createCodeSandbox } from './sandbox/code-sandbox';
 import { createStateStore, type StateLease, type StateStore } from './state-store';
 import { createDefaultStepRegistry } from './steps';
@@ -29,6 +28,7 @@ import type {
 } from './steps/step-type';
 import { createTraceFormatter, type OutputTrace, type TraceProfile } from './trace-format';
 import { enqueueTurnRecord, recordFinishedTurn, type TurnOutboxDeps } from './turn-outbox';
+import type { TurnRecord, TurnRecorder } from './turn-record';
 import { cloneState, emptyState, type RuntimeAction, type RuntimeState, type Trace } from './types';
 import type { RequestConfig } from './validation';
 

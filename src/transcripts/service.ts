@@ -1,4 +1,4 @@
-import { publishUsageCounters, type RecordedUsage, writeUsageEvents } from '../analytics/recorder';
+import { publishUsageCounters, type RecordedUsage, writeUsageEvents } from '../analytics/usage-event-writer';
 import type { Db } from '../db/client';
 import { isUniqueViolation, type PrismaTx } from '../db/transaction';
 import { EVALUATION_QUEUE, startEvaluationRun } from '../evaluations/runs';
