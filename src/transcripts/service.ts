@@ -1,10 +1,11 @@
-import { publishUsageCounters, type RecordedUsage, writeUsageEvents } from '../analytics/recorder';
+import { publishUsageCounters, type RecordedUsage, writeUsageEvents } from '../analytics/usage-event-writer';
 import type { Db } from '../db/client';
-import { enqueueJob, notifyEnqueued } from '../jobs/queue';
+import { isUniqueViolation, type PrismaTx } from '../db/transaction';
+import { EVALUATION_QUEUE, startEvaluationRun } from '../evaluations/runs';
+import { notifyEnqueued } from '../jobs/queue';
 import { conflict, notFound } from '../lib/errors';
 import { isId, newId } from '../lib/ids';
 import type { AppPubSub } from '../lib/pubsub';
-import { isUniqueViolation, type PrismaTx } from './db';
 import { compileRedactionPatterns, createRedactor, type Redactor } from './redaction';
 import type { LogInput } from './validation';
 
@@ -22,19 +23,9 @@ export interface TranscriptDeps {
   retentionMs: number;
 }
 
-export const EVALUATION_QUEUE = 'evaluation';
-
 /** TRANSCRIPT_UNREDACTED_RETENTION_DAYS in milliseconds. */
 export function retentionMsOf(config: { TRANSCRIPT_UNREDACTED_RETENTION_DAYS: number }): number {
   return config.TRANSCRIPT_UNREDACTED_RETENTION_DAYS * 24 * 3600_000;
-}
-
-export interface EvaluationJobPayload {
-  evaluationId: string;
-  transcriptId: string;
-  /** The run this job computes; a newer run of the same pair makes it a no-op. */
-  runId: string;
-  [key: string]: unknown;
 }
 
 /** The environment named by ID or alias (default `development`) of a project, or 404. */
@@ -382,50 +373,6 @@ export async function endTranscript(
   });
   if (outcome.evaluationsQueued) notifyEnqueued(deps.pubsub, EVALUATION_QUEUE);
   return outcome;
-}
-
-/**
- * Starts a new run of an evaluation on a transcript inside the caller's transaction: the result
- * becomes pending under a new run ID, and a durable job for that run is enqueued.
- */
-export async function startEvaluationRun(
-  tx: PrismaTx,
-  input: { projectId: string; evaluationId: string; transcriptId: string; enqueue?: boolean },
-): Promise<{ runId: string }> {
-  const runId = newId();
-  await tx.evaluationResult.upsert({
-    where: { evaluationId_transcriptId: { evaluationId: input.evaluationId, transcriptId: input.transcriptId } },
-    create: {
-      id: newId(),
-      evaluationId: input.evaluationId,
-      transcriptId: input.transcriptId,
-      status: 'pending',
-      runId,
-    },
-    update: {
-      status: 'pending',
-      runId,
-      valueBoolean: null,
-      valueNumber: null,
-      valueString: null,
-      reason: null,
-      cost: null,
-      model: null,
-      inputTokens: null,
-      outputTokens: null,
-      error: null,
-    },
-  });
-  if (input.enqueue !== false) {
-    const payload: EvaluationJobPayload = { evaluationId: input.evaluationId, transcriptId: input.transcriptId, runId };
-    await enqueueJob(tx, {
-      queue: EVALUATION_QUEUE,
-      payload,
-      dedupeKey: `evaluation:${runId}`,
-      projectId: input.projectId,
-    });
-  }
-  return { runId };
 }
 
 /** Deletes a transcript with its logs, kept originals, property values and evaluation results. */

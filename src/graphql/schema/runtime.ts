@@ -1,9 +1,9 @@
 import { idSchema } from '../../admin/validation';
 import { actorOf } from '../../auth/principal';
 import { AppError } from '../../lib/errors';
-import type { TurnRecord } from '../../runtime/recorder';
 import type { TurnEvent, TurnRequest } from '../../runtime/service';
 import type { OutputTrace } from '../../runtime/trace-format';
+import type { TurnRecord } from '../../runtime/turn-record';
 import type { RuntimeAction, RuntimeState } from '../../runtime/types';
 import {
   actionSchema,

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { type UsageRange, usageTimeSeries, usageTotals } from '../../analytics/aggregates';
 import { resolveEnvironmentFilter, resolveEventEnvironments } from '../../analytics/environments';
+import { queryUsage, type TopIntentsResult, type UsageItemsResult, type UsageResult } from '../../analytics/query';
+import { granularities } from '../../analytics/time-buckets';
+import { recordUsageEvents } from '../../analytics/usage-event-writer';
 import {
   type AgentUsageItem,
   type ApiCallsItem,
@@ -12,10 +15,7 @@ import {
   type UsageQueryName,
   usageEventKinds,
   usageQueryNames,
-} from '../../analytics/metrics';
-import { queryUsage, type TopIntentsResult, type UsageItemsResult, type UsageResult } from '../../analytics/query';
-import { recordUsageEvents } from '../../analytics/recorder';
-import { granularities } from '../../analytics/time-buckets';
+} from '../../analytics/usage-metrics';
 import {
   type IngestedUsageEvent,
   type ParsedUsageFilter,
