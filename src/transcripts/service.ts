@@ -1,8 +1,9 @@
+import { resolveEnvironment } from '../admin/environments';
 import { publishUsageCounters, type RecordedUsage, writeUsageEvents } from '../analytics/recorder';
 import type { Db } from '../db/client';
 import { enqueueJob, notifyEnqueued } from '../jobs/queue';
 import { conflict, notFound } from '../lib/errors';
-import { isId, newId } from '../lib/ids';
+import { newId } from '../lib/ids';
 import type { AppPubSub } from '../lib/pubsub';
 import { isUniqueViolation, type PrismaTx } from './db';
 import { compileRedactionPatterns, createRedactor, type Redactor } from './redaction';
@@ -35,17 +36,6 @@ export interface EvaluationJobPayload {
   /** The run this job computes; a newer run of the same pair makes it a no-op. */
   runId: string;
   [key: string]: unknown;
-}
-
-/** The environment named by ID or alias (default `development`) of a project, or 404. */
-export async function resolveEnvironment(tx: PrismaTx, projectId: string, ref?: string | null): Promise<string> {
-  const wanted = ref ?? 'development';
-  const env = await tx.environment.findFirst({
-    where: isId(wanted) ? { projectId, id: wanted } : { projectId, alias: wanted },
-    select: { id: true },
-  });
-  if (!env) throw notFound('Environment', wanted);
-  return env.id;
 }
 
 export interface SessionKey {
@@ -276,7 +266,7 @@ export async function createTranscript(
   let usage: RecordedUsage | null = null;
   try {
     appended = await deps.db.prisma.$transaction(async (tx) => {
-      const environmentId = await resolveEnvironment(tx, input.projectId, input.environment);
+      const { id: environmentId } = await resolveEnvironment(tx, input.projectId, input.environment);
       const existing = await tx.transcript.findUnique({
         where: {
           projectId_environmentId_sessionId: { projectId: input.projectId, environmentId, sessionId: input.sessionId },

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { resolveEnvironment } from '../../admin/environments';
 import type { Scope } from '../../auth/keys';
 import {
   deleteDocument,
@@ -36,7 +37,6 @@ import {
 import { AppError, notFound } from '../../lib/errors';
 import { isId } from '../../lib/ids';
 import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from '../../lib/storable-text';
-import { resolveEnvironment } from '../../transcripts/service';
 import { requireProject } from '../access';
 import { builder } from '../builder';
 import type { Context } from '../context';
@@ -319,7 +319,7 @@ const KbQueryInputType = builder.inputType('KnowledgeBaseQueryInput', {
 async function queryRequest(ctx: Context, input: KbQueryInput, signal?: AbortSignal): Promise<KbQueryRequest> {
   const project = await kbProject(ctx, input.projectID, 'kb:read');
   const filter = parseMetadataFilter(input.filters ?? {});
-  const environmentId = await resolveEnvironment(ctx.services.db.prisma, project.id, input.environment);
+  const { id: environmentId } = await resolveEnvironment(ctx.services.db.prisma, project.id, input.environment);
   return {
     projectId: project.id,
     environmentId,
