@@ -1,4 +1,4 @@
-import { resolveEnvironment } from '../admin/service';
+import { resolveEnvironment } from '../admin/environments';
 import type { Db } from '../db/client';
 import { AppError } from '../lib/errors';
 import { newId } from '../lib/ids';
@@ -182,11 +182,9 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
 
   /** The environment and the program it runs, in one query (plus one when the version is not cached). */
   async function deployedProgram(projectId: string, idOrAlias: string) {
-    const environment = await db.prisma.environment.findFirst({
-      where: { projectId, OR: [{ id: idOrAlias }, { alias: idOrAlias }] },
-      select: { id: true, alias: true, agentDeployment: { select: { agentVersionId: true } } },
+    const environment = await resolveEnvironment(db.prisma, projectId, idOrAlias, {
+      agentDeployment: { select: { agentVersionId: true } },
     });
-    if (!environment) throw new AppError('NOT_FOUND', `The project has no environment "${idOrAlias}"`);
     const deployment = environment.agentDeployment;
     const alias = environment.alias;
     if (!deployment) {
@@ -346,7 +344,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
   }
 
   async function withState<T>(ref: StateRef, fn: (lease: StateLease, environmentId: string) => Promise<T>): Promise<T> {
-    const environment = await resolveEnvironment(db, ref.projectId, ref.environment);
+    const environment = await resolveEnvironment(db.prisma, ref.projectId, ref.environment);
     return states.withLease({ projectId: ref.projectId, environmentId: environment.id, userId: ref.userId }, (lease) =>
       fn(lease, environment.id),
     );
@@ -378,7 +376,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     },
 
     async getState(ref) {
-      const environment = await resolveEnvironment(db, ref.projectId, ref.environment);
+      const environment = await resolveEnvironment(db.prisma, ref.projectId, ref.environment);
       const row = await states.read(environment.id, ref.userId);
       if (!row) throw new AppError('NOT_FOUND', `No state for user "${ref.userId}" in this environment`);
       return normalizeState(row.state);

@@ -1,10 +1,11 @@
+import { resolveEnvironment } from '../admin/environments';
 import { publishUsageCounters, type RecordedUsage, writeUsageEvents } from '../analytics/usage-event-writer';
 import type { Db } from '../db/client';
 import { isUniqueViolation, type PrismaTx } from '../db/transaction';
 import { EVALUATION_QUEUE, startEvaluationRun } from '../evaluations/runs';
 import { notifyEnqueued } from '../jobs/queue';
 import { conflict, notFound } from '../lib/errors';
-import { isId, newId } from '../lib/ids';
+import { newId } from '../lib/ids';
 import type { AppPubSub } from '../lib/pubsub';
 import { compileRedactionPatterns, createRedactor, type Redactor } from './redaction';
 import type { LogInput } from './validation';
@@ -26,17 +27,6 @@ export interface TranscriptDeps {
 /** TRANSCRIPT_UNREDACTED_RETENTION_DAYS in milliseconds. */
 export function retentionMsOf(config: { TRANSCRIPT_UNREDACTED_RETENTION_DAYS: number }): number {
   return config.TRANSCRIPT_UNREDACTED_RETENTION_DAYS * 24 * 3600_000;
-}
-
-/** The environment named by ID or alias (default `development`) of a project, or 404. */
-export async function resolveEnvironment(tx: PrismaTx, projectId: string, ref?: string | null): Promise<string> {
-  const wanted = ref ?? 'development';
-  const env = await tx.environment.findFirst({
-    where: isId(wanted) ? { projectId, id: wanted } : { projectId, alias: wanted },
-    select: { id: true },
-  });
-  if (!env) throw notFound('Environment', wanted);
-  return env.id;
 }
 
 export interface SessionKey {
@@ -267,7 +257,7 @@ export async function createTranscript(
   let usage: RecordedUsage | null = null;
   try {
     appended = await deps.db.prisma.$transaction(async (tx) => {
-      const environmentId = await resolveEnvironment(tx, input.projectId, input.environment);
+      const { id: environmentId } = await resolveEnvironment(tx, input.projectId, input.environment);
       const existing = await tx.transcript.findUnique({
         where: {
           projectId_environmentId_sessionId: { projectId: input.projectId, environmentId, sessionId: input.sessionId },
