@@ -1,10 +1,5 @@
 import { idSchema } from '../../admin/validation';
 import { actorOf } from '../../auth/principal';
-<<<<<<< HEAD
-import { AppError } from '../../lib/errors';
-=======
-import type { TurnRecord } from '../../runtime/recorder';
->>>>>>> h13-access
 import type { TurnEvent, TurnRequest } from '../../runtime/service';
 import type { OutputTrace } from '../../runtime/trace-format';
 import type { TurnRecord } from '../../runtime/turn-record';
