@@ -121,7 +121,12 @@ export async function createServices(config: Config, opts: CreateServicesOptions
   const defaultRecorder = combineTurnRecorders(
     [
       createLoggingTurnRecorder(logger),
-      createTranscriptTurnRecorder({ db, pubsub, retentionMs: retentionMsOf(config) }),
+      createTranscriptTurnRecorder({
+        db,
+        pubsub,
+        retentionMs: retentionMsOf(config),
+        phoneRegions: config.TRANSCRIPT_PHONE_REGIONS,
+      }),
       createUsageTurnRecorder({ db, pubsub }),
     ],
     logger,

@@ -1,3 +1,4 @@
+import type { CountryCode } from 'libphonenumber-js/max';
 import { publishUsageCounters, type RecordedUsage, writeUsageEvents } from '../analytics/recorder';
 import type { Db } from '../db/client';
 import { enqueueJob, notifyEnqueued } from '../jobs/queue';
@@ -20,6 +21,8 @@ export interface TranscriptDeps {
   pubsub: AppPubSub;
   /** How long the unredacted original of a redacted log is kept, in milliseconds. */
   retentionMs: number;
+  /** Regions whose national phone formats redaction reads (TRANSCRIPT_PHONE_REGIONS); default DEFAULT_PHONE_REGIONS. */
+  phoneRegions?: readonly CountryCode[];
 }
 
 export const EVALUATION_QUEUE = 'evaluation';
@@ -87,13 +90,17 @@ export async function findOrCreateSessionTranscript(
 }
 
 /** The project's redactor: built-in detectors plus its own patterns. */
-export async function loadRedactor(tx: PrismaTx, projectId: string): Promise<Redactor> {
+export async function loadRedactor(
+  tx: PrismaTx,
+  projectId: string,
+  phoneRegions?: readonly CountryCode[],
+): Promise<Redactor> {
   const rows = await tx.transcriptRedactionPattern.findMany({
     where: { projectId },
     orderBy: { createdAt: 'asc' },
     select: { pattern: true },
   });
-  return createRedactor(compileRedactionPatterns(rows.map((r) => r.pattern)));
+  return createRedactor(compileRedactionPatterns(rows.map((r) => r.pattern)), phoneRegions);
 }
 
 export interface AppendedLogs {
@@ -114,13 +121,14 @@ export async function appendLogs(
     logs: readonly LogInput[];
     retentionMs: number;
     redactor?: Redactor;
+    phoneRegions?: readonly CountryCode[];
     now?: Date;
   },
 ): Promise<AppendedLogs> {
   const { transcriptId, logs } = input;
   if (logs.length === 0) return { transcriptId, logIds: [] };
   const now = input.now ?? new Date();
-  const redactor = input.redactor ?? (await loadRedactor(tx, input.projectId));
+  const redactor = input.redactor ?? (await loadRedactor(tx, input.projectId, input.phoneRegions));
   // Reserve positions [logCount - n, logCount) atomically: concurrent appends get disjoint ranges.
   const { logCount } = await tx.transcript.update({
     where: { id: transcriptId },
@@ -254,6 +262,7 @@ async function appendSessionLogs(
     projectId: input.projectId,
     logs: input.logs,
     retentionMs: deps.retentionMs,
+    phoneRegions: deps.phoneRegions,
   });
   const usage = transcript.created
     ? await recordTranscriptCreated(deps, tx, { ...input, transcriptId: transcript.id })
@@ -299,6 +308,7 @@ export async function createTranscript(
         projectId: input.projectId,
         logs: input.logs ?? [],
         retentionMs: deps.retentionMs,
+        phoneRegions: deps.phoneRegions,
       });
       usage = await recordTranscriptCreated(deps, tx, {
         projectId: input.projectId,
@@ -337,6 +347,7 @@ export async function appendTranscriptLogs(
       projectId: input.projectId,
       logs: input.logs,
       retentionMs: deps.retentionMs,
+      phoneRegions: deps.phoneRegions,
     }),
   );
   publishTranscriptLogs(deps.pubsub, appended);
