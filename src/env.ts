@@ -68,6 +68,8 @@ const configSchema = z.object({
       ctx.addIssue({ code: 'custom', message: parsed.message });
       return z.NEVER;
     }),
+  /** How often the sweep that ends idle runtime sessions' transcripts runs (once per period across instances). */
+  TRANSCRIPT_IDLE_SWEEP_INTERVAL_MS: z.coerce.number().int().min(1000).default(60_000),
   /** How often the job that purges originals past their retention runs, in milliseconds. */
   TRANSCRIPT_PURGE_INTERVAL_MS: z.coerce.number().int().min(1000).default(3_600_000),
   /** Most evaluation jobs a project may have queued or running; the queue endpoint answers 429 beyond. */
@@ -98,6 +100,15 @@ const configSchema = z.object({
   // Runtime (docs/runtime.md "Settings").
   /** A turn's time limit; the turn then ends with a `debug` trace of type `timeout`. */
   RUNTIME_TURN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  /**
+   * A runtime session with no turn for this long is over: its transcript is ended (evaluations
+   * run) by the idle sweep, and the user's next turn starts a new session (docs/runtime.md).
+   */
+  RUNTIME_SESSION_IDLE_MS: z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .default(30 * 60_000),
   /** Steps one turn may run before it is stopped as an endless loop. */
   RUNTIME_STEP_LIMIT: z.coerce.number().int().min(1).max(100_000).default(1000),
   /** How long a turn waits for another turn of the same user to finish. */

@@ -21,7 +21,7 @@ import type { AnyStepType } from './runtime/steps/step-type';
 import { createTurnRecordJobHandler, TURN_RECORD_QUEUE } from './runtime/turn-outbox';
 import { createUsageTurnRecorder } from './runtime/usage-recorder';
 import { registerTranscriptJobs, transcriptRecurringJobs } from './transcripts/jobs';
-import { retentionMsOf } from './transcripts/service';
+import { isSessionTranscriptEnded, retentionMsOf } from './transcripts/service';
 import { createTranscriptTurnRecorder } from './transcripts/turn-recorder';
 
 /**
@@ -88,7 +88,10 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     pollIntervalMs: config.JOB_POLL_MS,
     leaseMs: config.JOB_LEASE_MS,
     recurring: [
-      ...transcriptRecurringJobs({ purgeEveryMs: config.TRANSCRIPT_PURGE_INTERVAL_MS }),
+      ...transcriptRecurringJobs({
+        purgeEveryMs: config.TRANSCRIPT_PURGE_INTERVAL_MS,
+        idleSweepEveryMs: config.TRANSCRIPT_IDLE_SWEEP_INTERVAL_MS,
+      }),
       // Embeds chunks that have no vector for the current model (after a model change, or an outage).
       ...(config.EMBEDDING_MODEL ? [{ queue: KB_EMBED_QUEUE, everyMs: config.KB_EMBED_SWEEP_MS }] : []),
     ],
@@ -176,6 +179,8 @@ export async function createServices(config: Config, opts: CreateServicesOptions
       }),
     recorder,
     onTurnFinished: (turn) => observeTurn(ops.metrics, turn),
+    // A session whose transcript ended (an end step, the idle sweep, POST …/end) is over.
+    sessionEnded: (key) => isSessionTranscriptEnded(db.prisma, key),
     extraStepTypes: opts.extraStepTypes,
     limits: {
       turnTimeoutMs: config.RUNTIME_TURN_TIMEOUT_MS,
@@ -188,7 +193,13 @@ export async function createServices(config: Config, opts: CreateServicesOptions
       sandboxWorkers: config.RUNTIME_SANDBOX_WORKERS,
     },
   });
-  registerTranscriptJobs(jobs, { db, pubsub, llm, logger: logger.child({ component: 'evaluations' }) });
+  registerTranscriptJobs(jobs, {
+    db,
+    pubsub,
+    llm,
+    logger: logger.child({ component: 'evaluations' }),
+    sessionIdleMs: config.RUNTIME_SESSION_IDLE_MS,
+  });
   // Knowledge-base URL uploads fetch addresses that users choose: the same guard as API steps.
   const kbFetch = createOutboundFetch({
     allowPrivate: config.KB_ALLOW_PRIVATE_URLS,
