@@ -261,6 +261,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
       intents: [],
       apiCalls: [],
       functionCalls: [],
+      integrationCalls: [],
       outcome: 'failed',
       success: false,
       error: null,
@@ -348,6 +349,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
       record.intents = result.intents;
       record.apiCalls = result.apiCalls;
       record.functionCalls = result.functionCalls;
+      record.integrationCalls = result.integrationCalls;
       record.stepsRun = result.stepsRun;
       record.conversationEnded = result.conversationEnded;
       record.outcome = result.status;
