@@ -767,8 +767,32 @@ function kbDocument(d: KbDocumentData) {
 }
 
 const kbProjectQuery = { projectID: pathId('project').optional() };
+/**
+ * Upload options of the original's documents that Parley does not implement (docs/knowledge-base.md
+ * "Upload options"): `false` or absent is what Parley does anyway; asking for one is a 400 naming
+ * it, never an option accepted and silently ignored.
+ */
+const refusedUploadOption = (what: string) =>
+  queryBool(false).refine((asked) => !asked, {
+    message: `is not supported by Parley (${what}); leave it out or send false`,
+  });
+const kbUnsupportedUploadOptions = {
+  markdownConversion: refusedUploadOption('HTML to Markdown conversion before chunking'),
+  llmGeneratedQ: refusedUploadOption('a model writing a question for each chunk'),
+  llmPrependContext: refusedUploadOption('a model writing context before each chunk'),
+  llmBasedChunks: refusedUploadOption('chunking by a model'),
+  llmContentSummarization: refusedUploadOption('a model rewriting the content'),
+  tags: z
+    .unknown()
+    .optional()
+    .refine((v) => v === undefined || v === '' || (Array.isArray(v) && v.length === 0), {
+      message: 'document tags are not supported by Parley yet; leave tags out (metadata filters select documents)',
+    }),
+};
+
 const kbUploadQuery = z.object({
   ...kbProjectQuery,
+  ...kbUnsupportedUploadOptions,
   overwrite: queryBool(false),
   maxChunkSize: queryInt({
     min: kbLimits.chunkSize.min,
@@ -976,6 +1000,7 @@ const kbRoutes: RestRoute[] = [
     query: z.object({
       maxChunkSize: queryInt({ min: kbLimits.chunkSize.min, max: kbLimits.chunkSize.max }),
       wait: queryBool(false),
+      ...kbUnsupportedUploadOptions,
     }),
     body: kbReplaceUrlBody,
     multipart: { body: fileUploadForm },
