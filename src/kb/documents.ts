@@ -1,11 +1,11 @@
+import { resolveEnvironment } from '../admin/environments';
 import type { Db } from '../db/client';
+import type { PrismaTx } from '../db/transaction';
 import { Prisma } from '../generated/sqlite/client';
 import { enqueueJob, notifyEnqueued } from '../jobs/queue';
 import { notFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { AppPubSub } from '../lib/pubsub';
-import type { PrismaTx } from '../transcripts/db';
-import { resolveEnvironment } from '../transcripts/service';
 import { type KbFileType, kbFileTypeNames } from './parse';
 import { kbLimits } from './validation';
 
@@ -178,7 +178,9 @@ export async function uploadDocument(deps: KbDeps, input: UploadInput): Promise<
   const described = describeSource(input.source);
   const maxChunkSize = input.maxChunkSize ?? kbLimits.chunkSize.default;
   const doc = await deps.db.prisma.$transaction(async (tx) => {
-    const environmentId = input.environment ? await resolveEnvironment(tx, input.projectId, input.environment) : null;
+    const environmentId = input.environment
+      ? (await resolveEnvironment(tx, input.projectId, input.environment)).id
+      : null;
     const existing = input.overwrite
       ? await tx.kbDocument.findFirst({
           where: sameSourceWhere(input.projectId, input.source),

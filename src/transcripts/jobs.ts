@@ -1,8 +1,8 @@
 import type { Db } from '../db/client';
-import { createEvaluationJobHandler, type EvaluationDeps, failAbandonedEvaluationRun } from '../evaluations/service';
 import type { JobRunner, RecurringJob } from '../jobs/runner';
 import type { Logger } from '../lib/logger';
-import { EVALUATION_QUEUE, endIdleTranscripts, purgeExpiredOriginals } from './service';
+import type { AppPubSub } from '../lib/pubsub';
+import { endIdleTranscripts, purgeExpiredOriginals } from './service';
 
 /** The recurring job that deletes unredacted originals whose retention ended. */
 export const TRANSCRIPT_RETENTION_QUEUE = 'transcript-retention';
@@ -16,14 +16,11 @@ export function transcriptRecurringJobs(opts: { purgeEveryMs: number; idleSweepE
   ];
 }
 
-/** Registers the job handlers of transcripts and evaluations on an instance's runner. */
+/** Registers the job handlers of transcripts (the retention purge, the idle sweep) on an instance's runner. */
 export function registerTranscriptJobs(
   jobs: JobRunner,
-  deps: EvaluationDeps & { db: Db; logger: Logger; sessionIdleMs: number },
+  deps: { db: Db; pubsub: AppPubSub; logger: Logger; sessionIdleMs: number },
 ): void {
-  jobs.register(EVALUATION_QUEUE, createEvaluationJobHandler(deps), {
-    onGiveUp: (job) => failAbandonedEvaluationRun(deps, job),
-  });
   jobs.register(TRANSCRIPT_RETENTION_QUEUE, async () => {
     const purged = await purgeExpiredOriginals(deps.db);
     if (purged) deps.logger.info({ purged }, 'purged unredacted transcript logs past their retention');
