@@ -3,7 +3,7 @@ import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createApiKey, createProject, findApiKey, revokeApiKey, rotateApiKey } from '../admin/service';
 import { graceSecondsSchema, idSchema, projectNameSchema, scopesSchema } from '../admin/validation';
-import type { Scope } from '../auth/keys';
+import { type Scope, scopes } from '../auth/keys';
 import { applyMigrations } from '../db/migrate';
 import { type Config, ConfigError, loadConfig } from '../env';
 import { AppError } from '../lib/errors';
@@ -39,6 +39,9 @@ const usage = `Usage: parley <command> [options]
       [--description D] [--color #RRGGBB] [--avatar URL] [--launcher URL] [--position left|right]
       [--persistence localStorage|sessionStorage|memory] [--feedback|--no-feedback]
                                           change them (--origin replaces the allowed origins)
+
+Scopes: ${scopes.join(', ')}. A new key gets every scope but admin, analytics:write and
+transcripts:read-unredacted unless --scopes names them.
 
 Every command works on the database of DATABASE_URL (default file:./data/parley.db), applying
 pending migrations first. Results are printed as one JSON object on stdout; logs go to stderr.`;

@@ -61,7 +61,14 @@ describeEachDatabase('the parley CLI', (provider) => {
       });
 
       const key = await parley(
-        ['key', 'create', '--project', created.projectID, '--scopes', 'analytics:read,kb:read'],
+        [
+          'key',
+          'create',
+          '--project',
+          created.projectID,
+          '--scopes',
+          'analytics:read,kb:read,transcripts:read-unredacted',
+        ],
         {
           DATABASE_URL: database.url,
         },
@@ -69,10 +76,11 @@ describeEachDatabase('the parley CLI', (provider) => {
       expect(key.code).toBe(0);
       const k = JSON.parse(key.stdout);
       expect(Object.keys(k).sort()).toEqual(['apiKey', 'keyID', 'scopes']);
-      expect(k.scopes).toEqual(['analytics:read', 'kb:read']);
+      expect(k.scopes).toEqual(['analytics:read', 'kb:read', 'transcripts:read-unredacted']);
       expect((await app.http('GET', '/v1/whoami', { key: k.apiKey })).body.key.scopes).toEqual([
         'analytics:read',
         'kb:read',
+        'transcripts:read-unredacted',
       ]);
 
       const revoke = await parley(['key', 'revoke', k.keyID], { DATABASE_URL: database.url });
