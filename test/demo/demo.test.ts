@@ -305,7 +305,10 @@ describeEachDatabase('parley demo', (provider) => {
     });
 
     it('refuses bad options with exit code 2 and a message', { timeout: 180_000 }, async () => {
-      for (const args of [['--days', 'abc'], ['--now', 'yesterday']]) {
+      for (const args of [
+        ['--days', 'abc'],
+        ['--now', 'yesterday'],
+      ]) {
         const failure = await cli(['demo', ...args]).then(
           () => null,
           (err: { code: number; stderr: string }) => err,
