@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { requestIdFrom } from './graphql/context';
 import { createParleyYoga, type ParleyYoga } from './graphql/yoga';
 import { opsRateLimit, useOpsMiddleware } from './ops/app';
+import { graphiqlAssetsHandler } from './ops/graphiql';
 import { createRestRouter } from './rest/adapter';
 import { sendError } from './rest/errors';
 import { routes } from './rest/routes';
@@ -76,6 +77,9 @@ export function buildApp(services: AppServices): ParleyApp {
       sendError(res, 503, 'SERVICE_UNAVAILABLE', 'The database is not reachable.');
     }
   });
+
+  // GraphiQL's files, from the installed package (src/ops/graphiql.ts): static, not rate limited.
+  if (config.GRAPHIQL) app.use(graphiqlAssetsHandler());
 
   app.use(opsRateLimit(services, yoga.graphqlEndpoint));
 
