@@ -380,6 +380,17 @@ export async function main(): Promise<void> {
       process.stderr.write(`parley: ${err.message}\n`);
       process.exit(1);
     }
+    // A second server on a port the first one holds: say so, without a stack trace.
+    const code = (err as NodeJS.ErrnoException | null)?.code;
+    if (code === 'EADDRINUSE' || code === 'EACCES') {
+      const { address, port } = err as NodeJS.ErrnoException & { address?: string; port?: number };
+      process.stderr.write(
+        code === 'EADDRINUSE'
+          ? `parley: port ${port} (${address}) is already in use, perhaps by another Parley server. Stop that one, or start this one on another port: PORT=3001 npx parley serve\n`
+          : `parley: not allowed to listen on port ${port} (${address}); choose a port above 1023 with PORT\n`,
+      );
+      process.exit(1);
+    }
     process.stderr.write(`parley: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exit(1);
   }
