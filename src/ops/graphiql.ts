@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
-import type { NextFunction, Request, Response } from 'express';
 
 /**
- * GraphiQL served from the installed package, so it works without a network (docs/operations.md
+ * GraphiQL served from the installed package (the page and its files; src/http/graphiql.ts serves
+ * them over HTTP), so it works without a network (docs/operations.md
  * "GraphiQL"). Yoga's own page loads its bundle, styles and editor workers from unpkg.com;
  * `@graphql-yoga/render-graphiql` carries the same build (GraphiQL with the Monaco editor) as
  * strings, which we serve as separate files under `/graphiql/<version>/`. The page itself has no
@@ -51,15 +51,15 @@ const bootJs = `(function () {
 })();
 `;
 
-interface Asset {
+export interface GraphiQLAsset {
   body: Buffer;
   type: string;
   etag: string;
 }
 
-type Assets = Map<string, Asset>;
+type Assets = Map<string, GraphiQLAsset>;
 
-function asset(body: string | Buffer, type: string): Asset {
+function asset(body: string | Buffer, type: string): GraphiQLAsset {
   const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
   return { body: bytes, type, etag: `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 27)}"` };
 }
@@ -110,28 +110,4 @@ export function renderLocalGraphiQL(options: { title?: string } & Record<string,
   </body>
 </html>
 `;
-}
-
-/** GET/HEAD `/graphiql/<version>/<file>`: the files above, cached for a year (the path changes with the version). */
-export function graphiqlAssetsHandler() {
-  return async (req: Request, res: Response, next: NextFunction) => {
-    if (req.method !== 'GET' && req.method !== 'HEAD') return next();
-    if (!req.path.startsWith(`${graphiqlAssetsPath}/`)) return next();
-    try {
-      const file = (await graphiqlAssets()).get(req.path.slice(graphiqlAssetsPath.length + 1));
-      if (!file) return next();
-      res.setHeader('Content-Type', file.type);
-      res.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
-      res.setHeader('ETag', file.etag);
-      if (req.headers['if-none-match'] === file.etag) {
-        res.status(304).end();
-        return;
-      }
-      res.setHeader('Content-Length', String(file.body.length));
-      if (req.method === 'HEAD') res.end();
-      else res.end(file.body);
-    } catch (err) {
-      next(err);
-    }
-  };
 }
