@@ -5,7 +5,7 @@ import { createApiKey, createProject, findApiKey, revokeApiKey, rotateApiKey } f
 import { graceSecondsSchema, idSchema, projectNameSchema, scopesSchema } from '../admin/validation';
 import type { Scope } from '../auth/keys';
 import { applyMigrations } from '../db/migrate';
-import { demoLimits, seedDemo } from '../demo/seed';
+import { demoLimits } from '../demo/limits';
 import { type Config, ConfigError, loadConfig } from '../env';
 import { AppError } from '../lib/errors';
 import { createLogger } from '../lib/logger';
@@ -280,6 +280,8 @@ async function runDemoCommand(config: Config, args: string[]): Promise<number> {
     if (!parsed.ok) throw new UsageError(`--now: ${timestampProblemMessage[parsed.problem]}`);
     now = parsed.date;
   }
+  // Loaded only for this command: the other commands start no faster or slower because of it.
+  const { seedDemo } = await import('../demo/seed');
   const out = await withServices(config, async (services) => {
     const { summary, ...project } = await seedDemo(services, { seed, days, name, now, actor: cliActor });
     process.stderr.write(

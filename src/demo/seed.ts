@@ -22,6 +22,7 @@ import type { Runtime } from '../runtime/service';
 import { type ImportedTranscript, insertTranscripts } from '../transcripts/import';
 import { createProperty } from '../transcripts/properties';
 import { loadRedactor } from '../transcripts/service';
+import { demoLimits } from './limits';
 import { createRng, type Rng } from './random';
 import { type SimConversation, type SimUser, SUPPORT_BOT_NAME, simulateConversation } from './support-bot';
 
@@ -74,8 +75,6 @@ export interface DemoSummary {
   evaluationResults: number;
   documents: number;
 }
-
-export const demoLimits = { days: { min: 1, max: 90, default: 30 }, seed: { max: 2 ** 32 - 1, default: 1 } } as const;
 
 const judgeModel = 'gpt-4o-mini';
 const answerModel = 'gpt-4o-mini';
