@@ -31,7 +31,10 @@ interface BodyParserError extends Error {
 export function buildApp(services: AppServices): ParleyApp {
   const { config, logger } = services;
   // An operation over /graphql spends from the budget of the REST route that runs the same fields.
-  const yoga = createParleyYoga(services, { fieldGroups: fieldGroupsOf(routes) });
+  const yoga = createParleyYoga(services, {
+    fieldGroups: fieldGroupsOf(routes),
+    persistedDocuments: routes.map((route) => route.operation),
+  });
   const app = express();
   let draining = false;
 
