@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { requestIdFrom } from './graphql/context';
 import { createParleyYoga, type ParleyYoga } from './graphql/yoga';
 import { edgeRateLimit, useEdgeMiddleware } from './http/edge';
+import { graphiqlAssetsHandler } from './http/graphiql';
 import { createWebChatRouter } from './http/web-chat';
 import { fieldGroupsOf } from './ops/route-groups';
 import { createRestRouter } from './rest/adapter';
@@ -89,6 +90,9 @@ export function buildApp(services: AppServices): ParleyApp {
       sendError(res, 503, 'SERVICE_UNAVAILABLE', 'The database is not reachable.');
     }
   });
+
+  // GraphiQL's files, from the installed package (src/http/graphiql.ts): static, not rate limited.
+  if (config.GRAPHIQL) app.use(graphiqlAssetsHandler());
 
   app.use(edgeRateLimit(services, yoga.graphqlEndpoint));
 

@@ -1,5 +1,6 @@
 import { useGraphQLSSE } from '@graphql-yoga/plugin-graphql-sse';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { renderLocalGraphiQL } from '../ops/graphiql';
 import type { RateLimitGroup } from '../ops/route-groups';
 import { setUnusedQueryPolicy } from './builder';
 import { type Context, createContext, type GraphQLServices } from './context';
@@ -42,6 +43,8 @@ export function createParleyYoga(services: YogaServices, opts: ParleyYogaOptions
     schema,
     graphqlEndpoint: '/graphql',
     graphiql: services.config.GRAPHIQL ? { title: 'Parley GraphQL' } : false,
+    // Its files come from this server, not a CDN: GraphiQL works offline (src/ops/graphiql.ts).
+    renderGraphiQL: renderLocalGraphiQL,
     landingPage: false,
     // CORS is the HTTP edge's (CORS_ORIGINS, src/http/middleware.ts), for REST and GraphQL alike.
     cors: false,

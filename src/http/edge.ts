@@ -3,6 +3,7 @@ import type { Authenticator } from '../auth/authenticate';
 import type { Config } from '../env';
 import type { Logger } from '../lib/logger';
 import type { Ops } from '../ops';
+import { graphiqlAssetsPrefix } from '../ops/graphiql';
 import { corsMiddleware, metricsHandler, requestObservability, securityHeaders } from './middleware';
 import { rateLimitMiddleware } from './rate-limit';
 import { createRouteMatcher } from './route-matcher';
@@ -38,6 +39,8 @@ export function useEdgeMiddleware(app: Express, services: EdgeServices, opts: Ed
     if (isGraphQL(req.path))
       return req.path.startsWith(`${graphqlEndpoint}/stream`) ? `${graphqlEndpoint}/stream` : graphqlEndpoint;
     if (ownPaths.includes(req.path)) return req.path;
+    // GraphiQL's static files: one label, not one per file.
+    if (req.path.startsWith(`${graphiqlAssetsPrefix}/`)) return graphiqlAssetsPrefix;
     return matchRoute(req.method, req.path) ?? 'unmatched';
   };
   app.use(requestObservability({ metrics: ops.metrics, streams: ops.streams, routeOf, isGraphQL }));

@@ -166,3 +166,21 @@ describeEachDatabase('the parley CLI', (provider) => {
     // Five CLI processes, each starting tsx and opening the database: generous on a loaded machine.
   }, 300_000);
 });
+
+describeEachDatabase('parley serve on a port that is taken', (provider) => {
+  it('says the port is in use and how to choose another, without a stack trace, and exits 1', {
+    timeout: 120_000,
+  }, async () => {
+    const app = await startTestApp(provider);
+    try {
+      const { port } = new URL(app.url);
+      const out = await parley(['serve'], { DATABASE_URL: app.database.url, HOST: '127.0.0.1', PORT: port });
+      expect(out.code).toBe(1);
+      expect(out.stderr).toContain(`port ${port} (127.0.0.1) is already in use`);
+      expect(out.stderr).toContain('PORT=');
+      expect(out.stderr).not.toMatch(/^\s+at /m);
+    } finally {
+      await app.close();
+    }
+  });
+});
