@@ -4,9 +4,11 @@ import type { EntitySpec } from './nlu/entities';
 import type { IntentMatch } from './nlu/matcher';
 import type { CompiledProgram, CompiledStep } from './program/compile';
 import type {
+  AgentStepRecord,
   ApiCallRecord,
   CompletionStream,
   FunctionCallRecord,
+  IntegrationCallRecord,
   StepContext,
   StepResult,
   StepServices,
@@ -66,6 +68,8 @@ export interface InterpretResult {
   intents: { name: string; confidence: number; source: 'nlu' | 'request' }[];
   apiCalls: ApiCallRecord[];
   functionCalls: FunctionCallRecord[];
+  integrationCalls: IntegrationCallRecord[];
+  agentSteps: AgentStepRecord[];
   conversationEnded: boolean;
   stepsRun: number;
 }
@@ -94,6 +98,8 @@ export async function interpretTurn(opts: InterpretOptions): Promise<InterpretRe
     intents: [],
     apiCalls: [],
     functionCalls: [],
+    integrationCalls: [],
+    agentSteps: [],
     conversationEnded: false,
     stepsRun: 0,
   };
@@ -251,6 +257,9 @@ export async function interpretTurn(opts: InterpretOptions): Promise<InterpretRe
     resolveEntity: (ref): EntitySpec | null => (typeof ref === 'string' ? (program.entities.get(ref) ?? null) : ref),
     recordApiCall: (call) => result.apiCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId }),
     recordFunctionCall: (call) => result.functionCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId }),
+    recordIntegrationCall: (call) =>
+      result.integrationCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId }),
+    recordAgentStep: (record) => result.agentSteps.push({ ...record, stepID: entry.step.id, flowID: entry.flowId }),
   });
 
   /** Applies a step's result to the stack; true when the turn goes on. */

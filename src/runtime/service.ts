@@ -22,6 +22,7 @@ import type { StepRegistry } from './steps/registry';
 import type {
   AnyStepType,
   CreditRecord,
+  IntegrationAccess,
   KnowledgeBaseAnswer,
   KnowledgeBaseQuestion,
   StepServices,
@@ -69,6 +70,8 @@ export interface CreateRuntimeOptions {
   recordCredit?(scope: TurnScope, credit: CreditRecord, source: { stepId: string; flowId: string }): Promise<void>;
   /** The knowledge base of the turn's project (knowledge-base and AI steps). */
   askKnowledgeBase?(scope: TurnScope, question: KnowledgeBaseQuestion): Promise<KnowledgeBaseAnswer>;
+  /** The MCP servers of the turn's project (agent steps' integration tools). */
+  integrations?(scope: TurnScope): IntegrationAccess;
 }
 
 export interface TurnRequest {
@@ -170,6 +173,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     turn: scope,
     recordCredit: opts.recordCredit ? (credit, source) => opts.recordCredit!(scope, credit, source) : undefined,
     askKnowledgeBase: opts.askKnowledgeBase ? (question) => opts.askKnowledgeBase!(scope, question) : undefined,
+    integrations: opts.integrations?.(scope),
   });
   const outboxDeps: TurnOutboxDeps = { db, recorder: opts.recorder, logger };
   const programs = new Map<string, CompiledProgram>();
@@ -256,6 +260,8 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
       intents: [],
       apiCalls: [],
       functionCalls: [],
+      integrationCalls: [],
+      agentSteps: [],
       outcome: 'failed',
       success: false,
       error: null,
@@ -323,6 +329,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
             projectId: request.projectId,
             environmentId: environment.id,
             userId: request.userId,
+            sessionId,
           }),
           evaluator,
           emit,
@@ -334,6 +341,8 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
       record.intents = result.intents;
       record.apiCalls = result.apiCalls;
       record.functionCalls = result.functionCalls;
+      record.integrationCalls = result.integrationCalls;
+      record.agentSteps = result.agentSteps;
       record.stepsRun = result.stepsRun;
       record.conversationEnded = result.conversationEnded;
       record.outcome = result.status;

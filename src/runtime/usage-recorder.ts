@@ -37,7 +37,7 @@ export function usageEventsOfTurn(turn: TurnRecord): UsageEvent[] {
     events.push({
       ...common,
       kind: 'api_call',
-      apiToolId: call.stepID,
+      apiToolId: call.toolID ?? call.stepID,
       name: call.name,
       success: call.success,
       idempotencyKey: key(`api:${i}`),
@@ -47,12 +47,36 @@ export function usageEventsOfTurn(turn: TurnRecord): UsageEvent[] {
     events.push({
       ...common,
       kind: 'function_call',
-      functionId: call.stepID,
+      functionId: call.toolID ?? call.stepID,
       name: call.name,
       success: call.success,
       idempotencyKey: key(`function:${i}`),
     });
   });
+  (turn.integrationCalls ?? []).forEach((call, i) => {
+    // SPEC.md keys integrations by tool name only: `server.tool` keeps tools of two servers apart.
+    events.push({
+      ...common,
+      kind: 'integration_call',
+      integrationToolName: `${call.integration}.${call.tool}`,
+      success: call.success,
+      idempotencyKey: key(`integration:${i}`),
+    });
+  });
+  if (turn.agent) {
+    const agentID = turn.agent.agentID;
+    (turn.agentSteps ?? []).forEach((step, i) => {
+      // One invocation per agent step, beside the turn's own count of its program (docs/agent-step.md).
+      events.push({
+        ...common,
+        kind: 'agent_invocation',
+        agentId: `${agentID}:${step.stepID}`,
+        name: step.name,
+        success: step.success,
+        idempotencyKey: key(`agent-step:${i}`),
+      });
+    });
+  }
   return events;
 }
 
