@@ -339,6 +339,44 @@ describeEachDatabase('agent step', (provider) => {
     expect(completionText(traces)).toBe('One moment…B2 costs 19.5.');
   });
 
+  it('saves the turn when the client disconnects while a tool runs', async () => {
+    await turn('u-gone', { type: 'launch' });
+    priceGate = new Promise((resolve) => {
+      releasePrice = resolve;
+    });
+    fake.script(
+      { type: 'chat', chunks: ['Checking the price…'], toolCalls: [{ name: 'price', arguments: '{"sku":"C3"}' }] },
+      { type: 'chat', chunks: ['C3 costs 19.5.'] },
+    );
+    const controller = new AbortController();
+    await stream(app, v2StreamPath(project.projectID, 'u-gone'), {
+      key: project.apiKey,
+      body: { action: { type: 'text', payload: 'Price of C3?' } },
+      query: { completion_events: 'true' },
+      signal: controller.signal,
+      onFrame: (frame) => {
+        if (!frame.data?.includes('Checking the price')) return;
+        // The client leaves before the tool answers; the tool answers afterwards.
+        controller.abort();
+        releasePrice();
+      },
+    }).catch(() => {});
+    const memory = async () => {
+      const res = await app.http('GET', `/v2/project/${project.projectID}/user/u-gone/state`, { key: project.apiKey });
+      const frame = (res.body as { stack?: { storage: Record<string, { history?: { content: string }[] }> }[] })
+        .stack?.[0];
+      return frame?.storage['agent:assistant']?.history?.map((m) => m.content) ?? [];
+    };
+    await expect.poll(memory, { timeout: 15_000 }).toContain('C3 costs 19.5.');
+    expect(await memory()).toEqual([
+      'Hi! I am the Acme assistant.',
+      'Price of C3?',
+      'Checking the price…',
+      JSON.stringify({ price: 19.5 }),
+      'C3 costs 19.5.',
+    ]);
+  });
+
   it('leaves by an exit to the handoff path and counts one agent invocation', async () => {
     await turn('u-exit', { type: 'launch' });
     fake.script({
