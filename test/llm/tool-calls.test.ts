@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createOpenAiCompatibleProvider, isLlmError, type LlmProvider } from '../../src/llm';
+import { createBuiltinProvider, createOpenAiCompatibleProvider, isLlmError, type LlmProvider } from '../../src/llm';
 import { type FakeOpenAiServer, startFakeOpenAiServer } from '../helpers/fake-openai-server';
 
 /** Tool calls through the OpenAI-compatible provider, against the fake server's streamed wire format. */
@@ -116,5 +116,17 @@ describe('tool calls', () => {
     });
     const err = await llm.complete({ messages: [{ role: 'user', content: 'x' }], tools }).catch((e) => e);
     expect(isLlmError(err) && err.kind).toBe('malformed_response');
+  });
+});
+
+describe('the built-in provider', () => {
+  it('refuses tools instead of ignoring them', async () => {
+    const builtin = createBuiltinProvider();
+    const err = await builtin
+      .complete({ messages: [{ role: 'user', content: 'weather?' }], tools: [tools[0]!] })
+      .catch((e) => e);
+    expect(isLlmError(err) && err.kind).toBe('unsupported');
+    expect((err as Error).message).toMatch(/cannot call tools/);
+    await builtin.close();
   });
 });
