@@ -174,5 +174,5 @@ describeEachDatabase('the agent desk example', (provider) => {
         successCount: 1,
       }),
     );
-  });
+  }, 120_000);
 });
