@@ -61,7 +61,7 @@ builder.queryFields((t) => ({
     authScopes: { scope: 'admin' },
     args: { projectID: t.arg.id({ required: true }) },
     resolve: async (_root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'admin');
+      const project = await requireProject(ctx, String(args.projectID));
       return listIntegrations(ctx.services, project.id);
     },
   }),
@@ -74,7 +74,7 @@ builder.mutationFields((t) => ({
     authScopes: { scope: 'admin' },
     args: { input: t.arg({ type: CreateIntegrationInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const project = await requireProject(ctx, String(input.projectID), 'admin');
+      const project = await requireProject(ctx, String(input.projectID));
       return createIntegration(ctx.services, {
         projectId: project.id,
         name: input.name,
@@ -94,7 +94,7 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: UpdateIntegrationInput, required: true }),
     },
     resolve: async (_root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'admin');
+      const project = await requireProject(ctx, String(args.projectID));
       return updateIntegration(ctx.services, {
         id: String(args.id),
         projectId: project.id,
@@ -111,7 +111,7 @@ builder.mutationFields((t) => ({
     authScopes: { scope: 'admin' },
     args: { projectID: t.arg.id({ required: true }), id: t.arg.id({ required: true, validate: idSchema }) },
     resolve: async (_root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'admin');
+      const project = await requireProject(ctx, String(args.projectID));
       return deleteIntegration(ctx.services, {
         id: String(args.id),
         projectId: project.id,
