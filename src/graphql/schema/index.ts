@@ -8,6 +8,7 @@ import './transcripts';
 import './evaluations';
 import './knowledge-base';
 import './integrations';
+import './webchat';
 
 /** The whole schema: one file per area registers its types and root fields on the builder. */
 export const schema = lexicographicSortSchema(builder.toSchema());
