@@ -17,6 +17,7 @@ import { createOutboundFetch } from './lib/outbound-http';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
 import { createLlmProvider, type LlmProvider } from './llm';
 import { createOps, instrumentJobs, instrumentLlm, type Ops, observeTurn } from './ops';
+import { createIntegrationAccess } from './runtime/integrations';
 import { createRuntime, type Runtime } from './runtime/service';
 import type { AnyStepType } from './runtime/steps/step-type';
 import { createTurnRecordJobHandler, TURN_RECORD_QUEUE } from './runtime/turn-outbox';
@@ -178,6 +179,12 @@ export async function createServices(config: Config, opts: CreateServicesOptions
         nodeId: question.stepId,
         signal: question.signal,
       }),
+    // MCP servers of the turn's project, through the same private-address guard as API steps.
+    integrations: createIntegrationAccess({
+      db,
+      fetch: outboundFetch as typeof fetch,
+      timeoutMs: config.RUNTIME_API_TIMEOUT_MS,
+    }),
     recorder,
     onTurnFinished: (turn) => observeTurn(ops.metrics, turn),
     // A session whose transcript ended (an end step, the idle sweep, POST …/end) is over.

@@ -37,7 +37,7 @@ export function usageEventsOfTurn(turn: TurnRecord): UsageEvent[] {
     events.push({
       ...common,
       kind: 'api_call',
-      apiToolId: call.stepID,
+      apiToolId: call.toolID ?? call.stepID,
       name: call.name,
       success: call.success,
       idempotencyKey: key(`api:${i}`),
@@ -56,12 +56,26 @@ export function usageEventsOfTurn(turn: TurnRecord): UsageEvent[] {
     events.push({
       ...common,
       kind: 'function_call',
-      functionId: call.stepID,
+      functionId: call.toolID ?? call.stepID,
       name: call.name,
       success: call.success,
       idempotencyKey: key(`function:${i}`),
     });
   });
+  if (turn.agent) {
+    const agentID = turn.agent.agentID;
+    (turn.agentSteps ?? []).forEach((step, i) => {
+      // One invocation per agent step, beside the turn's own count of its program (docs/agent-step.md).
+      events.push({
+        ...common,
+        kind: 'agent_invocation',
+        agentId: `${agentID}:${step.stepID}`,
+        name: step.name,
+        success: step.success,
+        idempotencyKey: key(`agent-step:${i}`),
+      });
+    });
+  }
   return events;
 }
 

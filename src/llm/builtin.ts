@@ -52,6 +52,13 @@ export function createBuiltinProvider(options: BuiltinProviderOptions = {}): Llm
         model: BUILTIN_MODEL,
       });
     }
+    if (request.tools?.length) {
+      // It cannot decide to call a tool; pretending it never wants to would hide that.
+      throw new LlmError('unsupported', 'The built-in provider is not a language model and cannot call tools', {
+        provider: BUILTIN,
+        model: BUILTIN_MODEL,
+      });
+    }
     const answer = answerExtractively(request.messages, { maxSentences: options.maxSentences });
     let text = '';
     let finishReason: FinishReason = 'stop';

@@ -2,12 +2,20 @@ import type { Logger } from '../lib/logger';
 import { LlmError } from './errors';
 import type { CostCalculator } from './prices';
 import { countChatTokens, countTokens } from './tokens';
-import type { ChatMessage, ChatResult, ChatStreamEvent, FinishReason, LlmAccounting, TokenUsage } from './types';
+import type {
+  ChatMessage,
+  ChatResult,
+  ChatStreamEvent,
+  FinishReason,
+  LlmAccounting,
+  TokenUsage,
+  ToolCall,
+} from './types';
 
 /** What a provider implementation yields; metering turns it into the public stream. */
 export type ProviderChatEvent =
   | { type: 'delta'; text: string }
-  | { type: 'end'; finishReason: FinishReason; usage: TokenUsage | null; attempts: number };
+  | { type: 'end'; finishReason: FinishReason; usage: TokenUsage | null; attempts: number; toolCalls?: ToolCall[] };
 
 export interface MeteringContext {
   provider: string;
@@ -30,8 +38,9 @@ export async function* meterChatStream(
   let firstTokenAt: number | null = null;
   let text = '';
 
-  const account = (usage: TokenUsage | null, attempts: number): LlmAccounting => {
-    const counted = usage ?? { inputTokens: countChatTokens(ctx.messages), outputTokens: countTokens(text) };
+  const account = (usage: TokenUsage | null, attempts: number, toolCalls: readonly ToolCall[] = []): LlmAccounting => {
+    const written = text + toolCalls.map((c) => c.name + c.arguments).join('');
+    const counted = usage ?? { inputTokens: countChatTokens(ctx.messages), outputTokens: countTokens(written) };
     return {
       provider: ctx.provider,
       model: ctx.model,
@@ -54,10 +63,11 @@ export async function* meterChatStream(
         yield event;
         continue;
       }
-      const accounting = account(event.usage, event.attempts);
+      const accounting = account(event.usage, event.attempts, event.toolCalls);
       ctx.logger?.debug({ llm: accounting, finishReason: event.finishReason }, 'llm call finished');
       const result: ChatResult = {
         text,
+        toolCalls: event.toolCalls ?? [],
         finishReason: event.finishReason,
         usage: { inputTokens: accounting.inputTokens, outputTokens: accounting.outputTokens },
         accounting,

@@ -1,5 +1,8 @@
 import OpenAI from 'openai';
-import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletionCreateParamsStreaming,
+  ChatCompletionMessageParam,
+} from 'openai/resources/chat/completions';
 import { Agent, type RequestInit as UndiciRequestInit, fetch as undiciFetch } from 'undici';
 import type { Logger } from '../lib/logger';
 import { type CallControl, createCallControl, type StopReason } from './call-control';
@@ -10,6 +13,7 @@ import { checkChatRequest, checkEmbedRequest } from './request-checks';
 import { backoffDelayMs, isRetryableStatus, retryAfterMsFromHeaders, sleep as sleepFor } from './retry';
 import { countTokens } from './tokens';
 import type {
+  ChatMessage,
   ChatRequest,
   ChatStreamEvent,
   EmbedRequest,
@@ -18,6 +22,7 @@ import type {
   LlmProvider,
   LlmProviderInfo,
   TokenUsage,
+  ToolCall,
 } from './types';
 
 export const OPENAI_COMPATIBLE = 'openai-compatible';
@@ -192,8 +197,14 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
     const control = newCallControl(request.signal, timeoutMs);
     const body: ChatCompletionCreateParamsStreaming = {
       model,
-      messages: request.messages.map((m) => ({ role: m.role, content: m.content })),
+      messages: request.messages.map(toWireMessage),
       stream: true,
+      ...(request.tools?.length && {
+        tools: request.tools.map((t) => ({
+          type: 'function' as const,
+          function: { name: t.name, description: t.description, parameters: t.parameters },
+        })),
+      }),
       stream_options: { include_usage: true },
       ...(request.temperature !== undefined && { temperature: request.temperature }),
       ...(request.maxTokens !== undefined && { [maxTokensField]: request.maxTokens }),
@@ -205,6 +216,7 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
         let startedText = false;
         let usage: TokenUsage | null = null;
         let finishReason: FinishReason = 'unknown';
+        const toolCalls = new ToolCallAssembler(model);
         try {
           if (control.stopReason) throw stopError(control.stopReason, model, timeoutMs);
           control.touch();
@@ -214,6 +226,11 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
             const read = readChunk(chunk, model);
             if (read.usage) usage = read.usage;
             if (read.finishReason) finishReason = read.finishReason;
+            if (read.toolCalls.length) {
+              // A tool call is something the caller acts on: like text, it must not be repeated.
+              startedText = true;
+              toolCalls.add(read.toolCalls);
+            }
             if (read.content) {
               startedText = true;
               // The timeout measures the provider, not a consumer that is slow to take the piece.
@@ -226,7 +243,7 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
           if (control.stopReason) throw stopError(control.stopReason, model, timeoutMs);
           control.pause();
           finished = true;
-          yield { type: 'end', finishReason, usage, attempts: attempt };
+          yield { type: 'end', finishReason, usage, attempts: attempt, toolCalls: toolCalls.finish() };
           return;
         } catch (err) {
           const error = toLlmError(err, control, model, timeoutMs).with({ attempts: attempt });
@@ -390,18 +407,76 @@ const finishReasons: Record<string, FinishReason> = {
   stop: 'stop',
   length: 'length',
   content_filter: 'content_filter',
+  tool_calls: 'tool_calls',
+  // The older name of the same thing (OpenAI's deprecated `function_call`).
+  function_call: 'tool_calls',
 };
+
+function toWireMessage(m: ChatMessage): ChatCompletionMessageParam {
+  if (m.role === 'tool') return { role: 'tool', content: m.content, tool_call_id: m.toolCallId ?? '' };
+  if (m.role === 'assistant' && m.toolCalls?.length) {
+    return {
+      role: 'assistant',
+      content: m.content || null,
+      tool_calls: m.toolCalls.map((c) => ({
+        id: c.id,
+        type: 'function' as const,
+        function: { name: c.name, arguments: c.arguments },
+      })),
+    };
+  }
+  return { role: m.role, content: m.content } as ChatCompletionMessageParam;
+}
+
+/** One piece of a streamed tool call: the first names it (id, name), later ones add argument text. */
+interface ToolCallDelta {
+  index: number;
+  id: string | null;
+  name: string | null;
+  arguments: string;
+}
+
+/**
+ * Puts streamed `tool_calls` deltas together: OpenAI sends each call's `id` and `function.name`
+ * once, in its first piece, and its `function.arguments` JSON text spread over later pieces, all
+ * keyed by `index` (several calls of one reply may interleave).
+ */
+class ToolCallAssembler {
+  private readonly calls = new Map<number, { id: string; name: string; arguments: string }>();
+  constructor(private readonly model: string) {}
+
+  add(deltas: ToolCallDelta[]) {
+    for (const d of deltas) {
+      const call = this.calls.get(d.index) ?? { id: '', name: '', arguments: '' };
+      if (d.id) call.id = d.id;
+      if (d.name) call.name += d.name;
+      call.arguments += d.arguments;
+      this.calls.set(d.index, call);
+    }
+  }
+
+  finish(): ToolCall[] {
+    return [...this.calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, call]) => {
+        if (!call.name) throw malformed(`a tool call (index ${index}) without a function name`, this.model);
+        // Some local servers leave out the ID; one is made up so results can still answer the call.
+        return { id: call.id || `call_${index}`, name: call.name, arguments: call.arguments };
+      });
+  }
+}
 
 /** Checks one `chat.completion.chunk`; the client parses JSON but does not check the shape. */
 function readChunk(
   chunk: unknown,
   model: string,
-): { content: string | null; finishReason: FinishReason | null; usage: TokenUsage | null } {
+): { content: string | null; finishReason: FinishReason | null; usage: TokenUsage | null; toolCalls: ToolCallDelta[] } {
   if (!isObject(chunk) || !Array.isArray(chunk.choices)) {
     throw malformed('a stream chunk without a `choices` list', model);
   }
   let content: string | null = null;
   let finishReason: FinishReason | null = null;
+  const toolCalls: ToolCallDelta[] = [];
   const choice: unknown = chunk.choices[0];
   if (choice !== undefined) {
     if (!isObject(choice)) throw malformed('a stream chunk whose choice is not an object', model);
@@ -412,6 +487,23 @@ function readChunk(
         if (typeof delta.content !== 'string') throw malformed('a stream chunk whose content is not text', model);
         content = delta.content;
       }
+      if (delta.tool_calls !== undefined && delta.tool_calls !== null) {
+        if (!Array.isArray(delta.tool_calls)) throw malformed('a stream chunk whose tool_calls is not a list', model);
+        delta.tool_calls.forEach((raw: unknown, position: number) => {
+          if (!isObject(raw)) throw malformed('a tool call delta that is not an object', model);
+          const fn = raw.function;
+          if (fn !== undefined && fn !== null && !isObject(fn)) {
+            throw malformed('a tool call delta whose function is not an object', model);
+          }
+          const text = (v: unknown) => (typeof v === 'string' ? v : null);
+          toolCalls.push({
+            index: typeof raw.index === 'number' ? raw.index : position,
+            id: text(raw.id),
+            name: text(fn?.name),
+            arguments: text(fn?.arguments) ?? '',
+          });
+        });
+      }
     }
     if (typeof choice.finish_reason === 'string') finishReason = finishReasons[choice.finish_reason] ?? 'unknown';
   }
@@ -420,7 +512,7 @@ function readChunk(
     const { prompt_tokens: input, completion_tokens: output } = chunk.usage;
     if (typeof input === 'number' && typeof output === 'number') usage = { inputTokens: input, outputTokens: output };
   }
-  return { content, finishReason, usage };
+  return { content, finishReason, usage, toolCalls };
 }
 
 /** Checks an embeddings response and returns its vectors in input order. */

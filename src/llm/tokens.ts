@@ -244,6 +244,9 @@ export function countTokens(text: string): number {
  */
 export function countChatTokens(messages: readonly ChatMessage[]): number {
   let total = 3;
-  for (const m of messages) total += 3 + countTokens(m.role) + countTokens(m.content);
+  for (const m of messages) {
+    total += 3 + countTokens(m.role) + countTokens(m.content);
+    for (const call of m.toolCalls ?? []) total += 3 + countTokens(call.name) + countTokens(call.arguments);
+  }
   return total;
 }

@@ -3,11 +3,29 @@
  * knowledge-base synthesis depend on these types only, never on a provider's implementation.
  */
 
-export type ChatRole = 'system' | 'user' | 'assistant';
+export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
+
+/** A tool the model asked to call: `arguments` is the JSON text the model wrote (not checked). */
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
 
 export interface ChatMessage {
   role: ChatRole;
   content: string;
+  /** On an assistant message: the tool calls it made (OpenAI's `tool_calls`). */
+  toolCalls?: ToolCall[];
+  /** On a `tool` message: the call it answers. */
+  toolCallId?: string;
+}
+
+/** A function the model may call: name, what it does, and its parameters as JSON Schema. */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
 }
 
 /** `json_object` asks the provider for its JSON mode (OpenAI's `response_format`). */
@@ -20,6 +38,8 @@ export interface ChatRequest {
   temperature?: number;
   maxTokens?: number;
   responseFormat?: ResponseFormat;
+  /** Functions the model may call; its answer's `toolCalls` lists the calls it made. */
+  tools?: ToolDefinition[];
   /** Cancels the call: an in-flight HTTP request is closed and the call fails with kind `aborted`. */
   signal?: AbortSignal;
   /**
@@ -31,7 +51,7 @@ export interface ChatRequest {
 }
 
 /** Why the model stopped. `length`: it hit maxTokens. `unknown`: the provider did not say. */
-export type FinishReason = 'stop' | 'length' | 'content_filter' | 'unknown';
+export type FinishReason = 'stop' | 'length' | 'content_filter' | 'tool_calls' | 'unknown';
 
 export interface TokenUsage {
   inputTokens: number;
@@ -64,6 +84,8 @@ export interface LlmAccounting extends TokenUsage {
 
 export interface ChatResult {
   text: string;
+  /** The tools the model called (in the order of the reply), empty when it only wrote text. */
+  toolCalls: ToolCall[];
   finishReason: FinishReason;
   usage: TokenUsage;
   accounting: LlmAccounting;

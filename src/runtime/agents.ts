@@ -8,6 +8,7 @@ import type { AppPubSub, AuditEventPayload } from '../lib/pubsub';
 import type { ProgramProblem } from './program/validate';
 import { checkProgram, type ProgramCheck } from './program/validate';
 import type { CodeSandbox } from './sandbox/code-sandbox';
+import { functionToolCode } from './steps/agent/tools';
 import type { StepRegistry } from './steps/registry';
 
 /**
@@ -33,6 +34,17 @@ export async function validateAgentProgram(
   const syntaxErrors: ProgramProblem[] = [];
   for (const [f, flow] of check.program.flows.entries()) {
     for (const [s, step] of flow.steps.entries()) {
+      if (step.type === 'agent') {
+        // Function tools of agent steps compile as the sandbox will run them.
+        const tools = (step as { tools?: { type: string; code?: string }[] }).tools ?? [];
+        for (const [t, tool] of tools.entries()) {
+          if (tool.type !== 'function') continue;
+          const problem = await deps.sandbox.check(functionToolCode(String(tool.code ?? '')));
+          if (problem)
+            syntaxErrors.push({ severity: 'error', path: `flows.${f}.steps.${s}.tools.${t}.code`, message: problem });
+        }
+        continue;
+      }
       if (step.type !== 'code') continue;
       const problem = await deps.sandbox.check(String((step as { code?: unknown }).code ?? ''));
       if (problem) syntaxErrors.push({ severity: 'error', path: `flows.${f}.steps.${s}.code`, message: problem });

@@ -4,6 +4,7 @@ import type { EntitySpec } from './nlu/entities';
 import type { IntentMatch } from './nlu/matcher';
 import type { CompiledProgram, CompiledStep } from './program/compile';
 import type {
+  AgentStepRecord,
   ApiCallRecord,
   CompletionStream,
   FunctionCallRecord,
@@ -68,6 +69,7 @@ export interface InterpretResult {
   apiCalls: ApiCallRecord[];
   functionCalls: FunctionCallRecord[];
   integrationCalls: IntegrationCallRecord[];
+  agentSteps: AgentStepRecord[];
   conversationEnded: boolean;
   stepsRun: number;
 }
@@ -97,6 +99,7 @@ export async function interpretTurn(opts: InterpretOptions): Promise<InterpretRe
     apiCalls: [],
     functionCalls: [],
     integrationCalls: [],
+    agentSteps: [],
     conversationEnded: false,
     stepsRun: 0,
   };
@@ -256,6 +259,7 @@ export async function interpretTurn(opts: InterpretOptions): Promise<InterpretRe
     recordFunctionCall: (call) => result.functionCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId }),
     recordIntegrationCall: (call) =>
       result.integrationCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId }),
+    recordAgentStep: (record) => result.agentSteps.push({ ...record, stepID: entry.step.id, flowID: entry.flowId }),
   });
 
   /** Applies a step's result to the stack; true when the turn goes on. */

@@ -20,6 +20,7 @@ import type { StepRegistry } from './steps/registry';
 import type {
   AnyStepType,
   CreditRecord,
+  IntegrationAccess,
   KnowledgeBaseAnswer,
   KnowledgeBaseQuestion,
   StepServices,
@@ -73,6 +74,8 @@ export interface CreateRuntimeOptions {
   recordCredit?(scope: TurnScope, credit: CreditRecord, source: { stepId: string; flowId: string }): Promise<void>;
   /** The knowledge base of the turn's project (knowledge-base and AI steps). */
   askKnowledgeBase?(scope: TurnScope, question: KnowledgeBaseQuestion): Promise<KnowledgeBaseAnswer>;
+  /** The MCP servers of the turn's project (agent steps' integration tools). */
+  integrations?(scope: TurnScope): IntegrationAccess;
 }
 
 export interface TurnRequest {
@@ -174,6 +177,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     turn: scope,
     recordCredit: opts.recordCredit ? (credit, source) => opts.recordCredit!(scope, credit, source) : undefined,
     askKnowledgeBase: opts.askKnowledgeBase ? (question) => opts.askKnowledgeBase!(scope, question) : undefined,
+    integrations: opts.integrations?.(scope),
   });
   const settlementDeps: TurnSettlementDeps = {
     db,
@@ -265,6 +269,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
       apiCalls: [],
       functionCalls: [],
       integrationCalls: [],
+      agentSteps: [],
       outcome: 'failed',
       success: false,
       error: null,
@@ -326,6 +331,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
             projectId: request.projectId,
             environmentId: environment.id,
             userId: request.userId,
+            sessionId,
           }),
           evaluator,
           emit,
@@ -338,6 +344,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
       record.apiCalls = result.apiCalls;
       record.functionCalls = result.functionCalls;
       record.integrationCalls = result.integrationCalls;
+      record.agentSteps = result.agentSteps;
       record.stepsRun = result.stepsRun;
       record.conversationEnded = result.conversationEnded;
       end =

@@ -1,5 +1,5 @@
 import type { Logger } from '../lib/logger';
-import type { ApiCallRecord, FunctionCallRecord, IntegrationCallRecord } from './steps/step-type';
+import type { AgentStepRecord, ApiCallRecord, FunctionCallRecord, IntegrationCallRecord } from './steps/step-type';
 import type { OutputTrace } from './trace-format';
 import type { RuntimeAction } from './types';
 
@@ -39,8 +39,10 @@ export interface TurnRecord {
   intents: { name: string; confidence: number; source: 'nlu' | 'request' }[];
   apiCalls: ApiCallRecord[];
   functionCalls: FunctionCallRecord[];
-  /** Integration tool calls (agent steps); `integrations` usage. Absent in records written before it existed. */
+  /** MCP tools agent steps called (absent in records written before agent steps existed). */
   integrationCalls?: IntegrationCallRecord[];
+  /** Agent steps left in this turn (absent in records written before agent steps existed). */
+  agentSteps?: AgentStepRecord[];
   /**
    * completed: the turn ran to a waiting step or the end, and its state was saved;
    * failed: an error stopped it (state unchanged); timeout: the time limit stopped it (state

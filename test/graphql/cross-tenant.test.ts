@@ -34,7 +34,8 @@ type Kind =
   | 'evaluation'
   | 'document'
   | 'version'
-  | 'apiKey';
+  | 'apiKey'
+  | 'integration';
 
 /** A value per position: the ID under test at one position, the caller's own resources elsewhere. */
 type Values = Record<string, string>;
@@ -72,6 +73,11 @@ const program = {
 
 const gqlCases: Record<string, GqlCase> = {
   // ── Queries ──
+  'Query.integrations': {
+    op: `query($p: ID!) { integrations(projectID: $p) { id } }`,
+    ids: { projectID: 'project' },
+    vars: (v) => ({ p: v.projectID }),
+  },
   'Query.agentDeployments': {
     op: `query($p: ID!) { agentDeployments(projectID: $p) { updatedAt } }`,
     ids: { projectID: 'project' },
@@ -318,6 +324,21 @@ const gqlCases: Record<string, GqlCase> = {
     op: `mutation($t: ID!, $p: ID!) { deleteTranscriptPropertyValue(transcriptID: $t, propertyID: $p) }`,
     ids: { transcriptID: 'transcript', propertyID: 'property' },
     vars: (v) => ({ t: v.transcriptID, p: v.propertyID }),
+  },
+  'Mutation.createIntegration': {
+    op: `mutation($p: ID!) { createIntegration(input: { projectID: $p, name: "cross", url: "https://mcp.example.com/mcp" }) { id } }`,
+    ids: { 'input.projectID': 'project' },
+    vars: (v) => ({ p: v['input.projectID'] }),
+  },
+  'Mutation.updateIntegration': {
+    op: `mutation($p: ID!, $i: ID!) { updateIntegration(projectID: $p, id: $i, input: { url: "https://mcp.example.com/other" }) { id } }`,
+    ids: { projectID: 'project', id: 'integration' },
+    vars: (v) => ({ p: v.projectID, i: v.id }),
+  },
+  'Mutation.deleteIntegration': {
+    op: `mutation($p: ID!, $i: ID!) { deleteIntegration(projectID: $p, id: $i) { id } }`,
+    ids: { projectID: 'project', id: 'integration' },
+    vars: (v) => ({ p: v.projectID, i: v.id }),
   },
   'Mutation.deployAgentVersion': {
     op: `mutation($p: ID!, $v: ID!, $e: String!) { deployAgentVersion(projectID: $p, versionID: $v, environment: $e) { updatedAt } }`,
@@ -828,6 +849,10 @@ describeEachDatabase('another tenant’s resource answers as a missing one', (pr
       { p: p.projectID },
     );
     const published = await publish(t.app, p.projectID, program);
+    const integration = await gqlAsOperator(
+      `mutation($p: ID!) { createIntegration(input: { projectID: $p, name: "seed", url: "https://mcp.example.com/mcp" }) { id } }`,
+      { p: p.projectID },
+    );
     return {
       project: p.projectID,
       workspace: p.workspaceID,
@@ -838,6 +863,7 @@ describeEachDatabase('another tenant’s resource answers as a missing one', (pr
       document: document.uploadKnowledgeBaseTable.documentID,
       version: published.version.id,
       apiKey: key.key.id,
+      integration: integration.createIntegration.id,
     };
   }
 
@@ -857,6 +883,7 @@ describeEachDatabase('another tenant’s resource answers as a missing one', (pr
       await prisma.evaluationResult.findMany({ where: { evaluation: where }, orderBy: { transcriptId: 'asc' } }),
       await prisma.kbDocument.findMany({ where, orderBy: { id: 'asc' } }),
       await prisma.agentVersion.findMany({ where, orderBy: { id: 'asc' } }),
+      await prisma.integration.findMany({ where, orderBy: { id: 'asc' } }),
       await prisma.agentDeployment.findMany({ where: { environment: where }, orderBy: { environmentId: 'asc' } }),
       await prisma.apiKey.findMany({ where: { workspaceId: r.workspace }, orderBy: { id: 'asc' } }),
       await prisma.usageEvent.count({ where }),

@@ -32,6 +32,14 @@ export interface ChatReply {
   omitDone?: boolean;
   /** Never send the usage chunk, as servers without stream_options support do. */
   omitUsage?: boolean;
+  /**
+   * Tool calls after the content, streamed as OpenAI does: a first `tool_calls` delta with the
+   * call's index, id, type and function name, then its `function.arguments` text in `argumentPieces`
+   * pieces (default 3). The finish reason defaults to `tool_calls`.
+   */
+  toolCalls?: { id?: string; name: string; arguments: string; argumentPieces?: number }[];
+  /** Send the calls' argument pieces interleaved (call 0 piece 1, call 1 piece 1, …), as the wire allows. */
+  interleaveToolCalls?: boolean;
 }
 
 export interface ErrorReply {
@@ -206,13 +214,19 @@ export async function startFakeOpenAiServer(): Promise<FakeOpenAiServer> {
 
   // biome-ignore lint/suspicious/noExplicitAny: the request's JSON body
   async function respondChat(reply: ChatReply, body: any, res: ServerResponse, socket: Socket): Promise<void> {
-    const chunks = reply.chunks ?? DEFAULT_CHUNKS;
+    const chunks = reply.chunks ?? (reply.toolCalls?.length ? [] : DEFAULT_CHUNKS);
     const id = `chatcmpl-fake${++counter}`;
     const created = Math.floor(Date.now() / 1000);
     const model = body?.model ?? 'unknown';
     const usage = reply.usage ?? { prompt_tokens: 10, completion_tokens: chunks.length };
     const usageObject = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
-    const finishReason = reply.finishReason ?? 'stop';
+    const toolCalls = (reply.toolCalls ?? []).map((call, index) => ({
+      ...call,
+      index,
+      id: call.id ?? `call_fake${counter}_${index}`,
+      pieces: splitInto(call.arguments, call.argumentPieces ?? 3),
+    }));
+    const finishReason = reply.finishReason ?? (toolCalls.length ? 'tool_calls' : 'stop');
     if (reply.delayHeadersMs) await delay(reply.delayHeadersMs);
     if (res.destroyed) return;
 
@@ -270,6 +284,22 @@ export async function startFakeOpenAiServer(): Promise<FakeOpenAiServer> {
       if (res.destroyed) return;
       await write(chunk([{ index: 0, delta: { content: chunks[i] }, logprobs: null, finish_reason: null }]));
     }
+    const toolDelta = (tool_calls: unknown[]) =>
+      write(chunk([{ index: 0, delta: { tool_calls }, logprobs: null, finish_reason: null }]));
+    const argumentDelta = (call: (typeof toolCalls)[number], piece: string) =>
+      toolDelta([{ index: call.index, function: { arguments: piece } }]);
+    for (const call of toolCalls) {
+      await toolDelta([
+        { index: call.index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } },
+      ]);
+      if (!reply.interleaveToolCalls) for (const piece of call.pieces) await argumentDelta(call, piece);
+    }
+    if (reply.interleaveToolCalls) {
+      const longest = Math.max(0, ...toolCalls.map((c) => c.pieces.length));
+      for (let i = 0; i < longest; i++) {
+        for (const call of toolCalls) if (call.pieces[i] !== undefined) await argumentDelta(call, call.pieces[i]!);
+      }
+    }
     res.write(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finishReason }]));
     if (includeUsage) res.write(chunk([], { usage: usageObject }));
     if (!reply.omitDone) res.write('data: [DONE]\n\n');
@@ -311,6 +341,15 @@ export async function startFakeOpenAiServer(): Promise<FakeOpenAiServer> {
 export function vectorOf(text: string, dimensions: number): number[] {
   const digest = createHash('sha256').update(text).digest();
   return Array.from({ length: dimensions }, (_, i) => (digest[i % digest.length]! - 128) / 128);
+}
+
+/** `text` cut into `parts` pieces of about the same length (at least one piece). */
+function splitInto(text: string, parts: number): string[] {
+  if (!text) return [''];
+  const size = Math.max(1, Math.ceil(text.length / Math.max(1, parts)));
+  const pieces: string[] = [];
+  for (let i = 0; i < text.length; i += size) pieces.push(text.slice(i, i + size));
+  return pieces;
 }
 
 function delay(ms: number): Promise<void> {

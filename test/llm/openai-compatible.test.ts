@@ -413,7 +413,7 @@ describe('OpenAI-compatible provider: typed errors', () => {
       [{ messages, temperature: 3 }, 'temperature'],
       [{ messages, maxTokens: 0 }, 'maxTokens'],
       [{ messages, timeoutMs: 1.5 }, 'timeoutMs'],
-      [{ messages: [{ role: 'tool' as 'user', content: 'x' }] }, 'role'],
+      [{ messages: [{ role: 'function' as 'user', content: 'x' }] }, 'role'],
     ];
     for (const [request, named] of cases) {
       const error = await failureOf(p.complete(request));

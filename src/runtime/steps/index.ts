@@ -1,5 +1,6 @@
 import { createStepRegistry, type StepRegistry } from './registry';
 import type { AnyStepType } from './step-type';
+import { agentStep } from './types/agent';
 import { aiStep } from './types/ai';
 import { apiStep } from './types/api';
 import { captureStep } from './types/capture';
@@ -31,6 +32,7 @@ export const builtInStepTypes: readonly AnyStepType[] = [
   customActionStep,
   aiStep,
   knowledgeBaseStep,
+  agentStep,
 ];
 
 /** The built-in step types plus `extra` (a deployment's or a test's own). */

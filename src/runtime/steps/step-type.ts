@@ -92,6 +92,8 @@ export type StepResult =
 
 export interface ApiCallRecord {
   stepID: string;
+  /** An agent step's API tool: `stepID:toolName` (the usage's apiToolID); absent for API steps. */
+  toolID?: string;
   flowID: string;
   name: string;
   method: string;
@@ -110,7 +112,10 @@ export interface ApiCallRecord {
 export interface IntegrationCallRecord {
   stepID: string;
   flowID: string;
-  /** The integration tool's name: `integrations.integrationToolName`. */
+  /**
+   * The integration tool's name: `integrations.integrationToolName`. An agent step's MCP tool is
+   * `server.tool`, which keeps tools of two servers apart (SPEC.md keys integrations by name only).
+   */
   integrationToolName: string;
   success: boolean;
   durationMs: number;
@@ -119,11 +124,23 @@ export interface IntegrationCallRecord {
 
 export interface FunctionCallRecord {
   stepID: string;
+  /** An agent step's function tool: `stepID:toolName` (the usage's functionID); absent for code steps. */
+  toolID?: string;
   flowID: string;
   name: string;
   success: boolean;
   durationMs: number;
   error?: string;
+}
+
+/** An agent step that was left (by an exit, its turn limit, or its failure path). */
+export interface AgentStepRecord {
+  stepID: string;
+  flowID: string;
+  name: string;
+  /** False when it left by its failure path (the model failed, or there was none). */
+  success: boolean;
+  turns: number;
 }
 
 /** Streams one model answer in pieces; the output format decides how pieces reach the client. */
@@ -147,6 +164,28 @@ export interface TurnScope {
   projectId: string;
   environmentId: string;
   userId: string;
+  /** The conversation session (gen_ai.conversation.id of agent spans). */
+  sessionId?: string;
+}
+
+/** A tool of a project's MCP server, as listed by the server. */
+export interface IntegrationTool {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/** The project's MCP servers (integrations), for agent steps. */
+export interface IntegrationAccess {
+  /** The server's tools; throws when the server is unknown, refused or unreachable. */
+  listTools(server: string, signal: AbortSignal): Promise<IntegrationTool[]>;
+  /** Calls a tool: its result as text, `isError` when the tool reported a failure. */
+  callTool(
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<{ text: string; isError: boolean }>;
 }
 
 /** A model call's tokens, for `credit_usage`. */
@@ -202,6 +241,8 @@ export interface StepServices {
   recordCredit?(credit: CreditRecord, source: { stepId: string; flowId: string }): Promise<void>;
   /** Retrieval (and optional synthesis) over the turn's project's knowledge base. */
   askKnowledgeBase?(question: KnowledgeBaseQuestion): Promise<KnowledgeBaseAnswer>;
+  /** The turn's project's MCP servers; absent in a runtime built without them. */
+  integrations?: IntegrationAccess;
 }
 
 export interface StepContext {
@@ -235,8 +276,8 @@ export interface StepContext {
   resolveEntity(ref: string | EntitySpec): EntitySpec | null;
   recordApiCall(call: Omit<ApiCallRecord, 'stepID' | 'flowID'>): void;
   recordFunctionCall(call: Omit<FunctionCallRecord, 'stepID' | 'flowID'>): void;
-  /** Records one integration tool call of this step (the agent step's tool calls). */
   recordIntegrationCall(call: Omit<IntegrationCallRecord, 'stepID' | 'flowID'>): void;
+  recordAgentStep(record: Omit<AgentStepRecord, 'stepID' | 'flowID'>): void;
 }
 
 export interface StepType<S extends StepBase = StepBase> {

@@ -103,7 +103,7 @@ function buildUrl(step: ApiStep, ctx: StepContext): URL {
   return url;
 }
 
-async function readLimited(response: Response, limit: number): Promise<string> {
+export async function readLimited(response: Response, limit: number): Promise<string> {
   if (!response.body) return '';
   const reader = response.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -121,7 +121,7 @@ async function readLimited(response: Response, limit: number): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function parseBody(text: string, contentType: string | null): unknown {
+export function parseBody(text: string, contentType: string | null): unknown {
   if (!text) return null;
   if (contentType?.includes('json') || /^\s*[[{"]/.test(text)) {
     try {
@@ -134,7 +134,7 @@ function parseBody(text: string, contentType: string | null): unknown {
 }
 
 /** The URL as recorded: no query string (it may carry secrets) and no credentials. */
-function recordedUrl(url: URL): string {
+export function recordedUrl(url: URL): string {
   return `${url.origin}${url.pathname}`;
 }
 
