@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { requestIdFrom } from './graphql/context';
 import { createParleyYoga, type ParleyYoga } from './graphql/yoga';
 import { opsRateLimit, useOpsMiddleware } from './ops/app';
+import { consoleRouter } from './ops/console';
 import { createRestRouter } from './rest/adapter';
 import { sendError } from './rest/errors';
 import { routes } from './rest/routes';
@@ -76,6 +77,9 @@ export function buildApp(services: AppServices): ParleyApp {
       sendError(res, 503, 'SERVICE_UNAVAILABLE', 'The database is not reachable.');
     }
   });
+
+  // The console (web/): static files at / that talk to /graphql like any other client (docs/console.md).
+  app.use(consoleRouter());
 
   app.use(opsRateLimit(services, yoga.graphqlEndpoint));
 
