@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -11,9 +11,24 @@ import { lanes } from './lanes';
 
 let building: Promise<void> | null = null;
 
-/** Builds the console once per process when web/dist has no build (a checkout without `npm ci`). */
+/** The newest modification time of the console's sources (web/ but its build). */
+function newestSource(dir = join(projectRoot, 'web')): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (entry.name === 'dist' || entry.name === 'node_modules') continue;
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestSource(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * Builds the console once per process when web/dist has no build or an older one than its sources
+ * (a checkout without `npm ci`, or sources edited since), so tests never look at a stale console.
+ */
 export function ensureConsoleBuild(): Promise<void> {
-  if (existsSync(join(consoleDistDir, 'index.html'))) return Promise.resolve();
+  const index = join(consoleDistDir, 'index.html');
+  if (existsSync(index) && statSync(index).mtimeMs >= newestSource()) return Promise.resolve();
   building ??= promisify(execFile)(
     process.execPath,
     [join(projectRoot, 'node_modules/tsx/dist/cli.mjs'), 'scripts/build-web.ts'],

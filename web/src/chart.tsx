@@ -12,9 +12,17 @@ const palette = ['#3b4cca', '#d9480f', '#2b8a3e', '#ae3ec9', '#1098ad', '#e67700
  * A time chart (uPlot on a canvas). Screen readers get the summary as the figure's name, and the
  * numbers in the table under it.
  */
-export function TimeChart(props: { title: string; times: number[]; series: Series[]; unit?: string }) {
+export function TimeChart(props: {
+  title: string;
+  times: number[];
+  series: Series[];
+  unit?: string;
+  /** False where a sum of buckets means nothing (distinct users). */
+  showTotal?: boolean;
+}) {
   const host = useRef<HTMLDivElement>(null);
-  const total = props.series.reduce((sum, s) => sum + s.values.reduce((a, b) => a + b, 0), 0);
+  // The first series is the metric; others (successes) are parts of it.
+  const total = props.series[0]?.values.reduce((a, b) => a + b, 0) ?? 0;
   const points = props.times.length;
   useEffect(() => {
     const el = host.current;
@@ -52,7 +60,7 @@ export function TimeChart(props: { title: string; times: number[]; series: Serie
   return (
     <figure class="chart" aria-label={`${props.title} chart: ${points} points, total ${total}`}>
       <figcaption>
-        <span>{props.title}</span> <strong>{total.toLocaleString()}</strong>
+        <span>{props.title}</span> {props.showTotal === false ? null : <strong>{total.toLocaleString()}</strong>}
         {props.unit ? <span class="muted"> {props.unit}</span> : null}
       </figcaption>
       <div ref={host} class="chart-canvas" aria-hidden="true" />

@@ -313,7 +313,14 @@ export function OverviewPage() {
       <ErrorNote error={series.error} />
       <div class="grid">
         {charts.map((c) => (
-          <TimeChart key={c.name} title={c.title} times={c.times} series={c.lines} unit={c.unit} />
+          <TimeChart
+            key={c.name}
+            title={c.title}
+            times={c.times}
+            series={c.lines}
+            unit={c.unit}
+            showTotal={c.name !== 'unique_users'}
+          />
         ))}
       </div>
 

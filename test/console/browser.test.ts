@@ -1,0 +1,359 @@
+/**
+ * The console in headless Chromium against a real `parley serve` with data seeded through the
+ * public API: sign in, every page shows its data, a chart has points, a counter moves when a
+ * conversation happens, the playground streams, an upload reaches "indexed", nothing leaves the
+ * server's origin, no console errors. One screenshot per page lands in tmp/screenshots/.
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { scopes } from '../../src/auth/keys';
+import { projectRoot } from '../../src/db/schema-source';
+import type { ScratchDatabase } from '../../src/db/scratch';
+import { describeWithChromium, launchChromium } from '../helpers/browser';
+import { type FakeOpenAiServer, startFakeOpenAiServer } from '../helpers/fake-openai-server';
+import { createTestDatabase, databaseLanes } from '../helpers/lanes';
+import { type ServeProcess, startServeProcess, waitUntilReady } from '../helpers/serve-process';
+
+const screenshots = join(projectRoot, 'tmp', 'screenshots');
+const operatorToken = 'console-browser-test-operator-token';
+
+interface Seeded {
+  projectID: string;
+  apiKey: string;
+  readOnlyKey: string;
+  transcriptID: string;
+}
+
+async function gql(server: ServeProcess, key: string, query: string, variables: Record<string, unknown> = {}) {
+  const res = await fetch(`${server.url}/graphql`, {
+    method: 'POST',
+    headers: { authorization: key, 'content-type': 'application/json' },
+    body: JSON.stringify({ query, variables }),
+  });
+  // biome-ignore lint/suspicious/noExplicitAny: seeding reads answers of every shape; each use picks what it needs.
+  const body = (await res.json()) as { data?: Record<string, any>; errors?: unknown[] };
+  if (body.errors) throw new Error(`${query.slice(0, 60)}: ${JSON.stringify(body.errors)}`);
+  return body.data!;
+}
+
+/** A project with an agent, conversations, 30 days of usage, a property, an evaluation and a document. */
+async function seed(server: ServeProcess, model: FakeOpenAiServer): Promise<Seeded> {
+  const created = await gql(
+    server,
+    operatorToken,
+    'mutation($s: [String!]) { createProject(input: {name: "Support bot", keyScopes: $s}) { apiKey project { id } } }',
+    { s: [...scopes] },
+  );
+  const projectID = created.createProject.project.id as string;
+  const key = created.createProject.apiKey as string;
+  const readOnly = await gql(
+    server,
+    operatorToken,
+    'mutation($p: ID!) { createApiKey(input: {projectID: $p, name: "viewer", scopes: ["analytics:read", "transcripts:read"]}) { apiKey } }',
+    { p: projectID },
+  );
+  const program = JSON.parse(readFileSync(join(projectRoot, 'examples/support-bot/agent.json'), 'utf8'));
+  await gql(server, key, 'mutation($i: PublishAgentInput!) { publishAgent(input: $i) { version { id } } }', {
+    i: { projectID, program },
+  });
+  // Two real conversations: transcripts with logs, and usage recorded by the runtime.
+  for (const user of ['alice', 'bob']) {
+    await gql(
+      server,
+      key,
+      'mutation($p: ID!, $u: String!, $r: InteractRequestInput!) { interact(projectID: $p, userID: $u, request: $r) { outcome } }',
+      { p: projectID, u: user, r: { action: { type: 'launch' } } },
+    );
+  }
+  // 30 days of usage across every metric.
+  const events: Record<string, unknown>[] = [];
+  const now = Date.now();
+  for (let day = 0; day < 30; day++) {
+    const timestamp = new Date(now - day * 86_400_000 - 3_600_000).toISOString();
+    const base = { projectID, environment: 'development', timestamp, userID: `user-${day % 7}` };
+    for (let i = 0; i < 1 + (day % 4); i++)
+      events.push({ ...base, kind: 'interaction', type: i % 2 ? 'text' : 'launch' });
+    events.push({ ...base, kind: 'intent', name: day % 3 ? 'track_order' : 'report_problem' });
+    events.push({ ...base, kind: 'credit', model: 'gpt-4o-mini', type: 'llm-input', tokens: 100 + day * 5 });
+    events.push({ ...base, kind: 'function_call', functionID: 'fn-eta', name: 'eta', success: day % 5 !== 0 });
+    events.push({ ...base, kind: 'api_call', apiToolID: 'orders', name: 'orders', success: true });
+    events.push({ ...base, kind: 'integration_call', integrationToolName: 'zendesk', success: day % 2 === 0 });
+    events.push({ ...base, kind: 'agent_invocation', agentID: 'support', name: 'Support bot', success: true });
+    events.push({ ...base, kind: 'kb_document', documentID: 'doc-returns' });
+    events.push({ ...base, kind: 'transcript' });
+  }
+  await gql(server, key, 'mutation($e: [UsageEventInput!]!) { recordUsageEvents(events: $e) { recorded } }', {
+    e: events,
+  });
+  const found = await gql(
+    server,
+    key,
+    'query($p: ID!) { transcripts(projectID: $p, criteria: {userID: "alice"}, first: 1) { edges { node { id } } } }',
+    { p: projectID },
+  );
+  const transcriptID = found.transcripts.edges[0].node.id as string;
+  const property = await gql(
+    server,
+    key,
+    'mutation($p: ID!) { createTranscriptProperty(input: {projectID: $p, name: "topic", type: string}) { id } }',
+    { p: projectID },
+  );
+  await gql(
+    server,
+    key,
+    'mutation($i: SetTranscriptPropertyValueInput!) { setTranscriptPropertyValue(input: $i) { value } }',
+    { i: { propertyID: property.createTranscriptProperty.id, transcriptID, value: 'order tracking' } },
+  );
+  const evaluation = await gql(
+    server,
+    key,
+    `mutation($p: ID!) { createTranscriptEvaluation(input: {projectID: $p, name: "Greeted", type: boolean,
+      prompt: "Did the agent greet the user?", truePrompt: "It greeted", falsePrompt: "It did not"}) { id } }`,
+    { p: projectID },
+  );
+  model.script({ type: 'chat', chunks: ['{"value": true, "reason": "The agent said hello first."}'] });
+  await gql(
+    server,
+    key,
+    'mutation($e: ID!, $p: ID!, $t: ID!) { runTranscriptEvaluation(evaluationID: $e, projectID: $p, transcriptID: $t) { status } }',
+    { e: evaluation.createTranscriptEvaluation.id, p: projectID, t: transcriptID },
+  );
+  await gql(
+    server,
+    key,
+    `mutation($p: ID) { uploadKnowledgeBaseTable(projectID: $p, wait: true, input: {name: "Shipping times",
+      schema: {searchableFields: ["region", "answer"], metadataFields: ["region"]},
+      items: [{region: "EU", answer: "Orders to the EU arrive in 3 to 5 days."},
+              {region: "US", answer: "Orders to the US arrive in 5 to 8 days."}]}) { documentID } }`,
+    { p: projectID },
+  );
+  return { projectID, apiKey: key, readOnlyKey: readOnly.createApiKey.apiKey, transcriptID };
+}
+
+describeWithChromium('console in a browser', (executablePath) => {
+  let database: ScratchDatabase;
+  let server: ServeProcess;
+  let model: FakeOpenAiServer;
+  let seeded: Seeded;
+  let browser: Awaited<ReturnType<typeof launchChromium>>;
+  let page: Page;
+  const problems: string[] = [];
+  const foreign: string[] = [];
+
+  beforeAll(async () => {
+    mkdirSync(screenshots, { recursive: true });
+    database = await createTestDatabase(databaseLanes()[0] ?? 'sqlite');
+    // The language model (evaluation judge, answers) is the fake OpenAI-compatible server.
+    model = await startFakeOpenAiServer();
+    server = await startServeProcess({
+      DATABASE_URL: database.url,
+      ADMIN_TOKEN: operatorToken,
+      LOG_LEVEL: 'warn',
+      LLM_BASE_URL: model.baseUrl,
+      LLM_DEFAULT_MODEL: 'fake-model',
+      LLM_MAX_RETRIES: '0',
+    });
+    await waitUntilReady(server);
+    seeded = await seed(server, model);
+    browser = await launchChromium(executablePath);
+    page = browser.context.pages()[0] ?? (await browser.context.newPage());
+    page.setDefaultTimeout(10_000);
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => problems.push(`page: ${e.message}`));
+    page.on('request', (r) => {
+      const url = r.url();
+      if (!url.startsWith(server.url) && !url.startsWith('data:') && !url.startsWith('blob:')) foreign.push(url);
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    if (server?.child.exitCode === null) {
+      server.child.kill('SIGTERM');
+      await server.exited;
+    }
+    await database?.drop();
+    await model?.close();
+  });
+
+  const shot = (name: string) => page.screenshot({ path: join(screenshots, `${name}.png`), fullPage: true });
+  const nav = (name: string) => page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name });
+
+  it('signs in with an API key and shows the overview with charts, totals and top intents', async () => {
+    await page.goto(`${server.url}/`);
+    await page.getByRole('textbox', { name: 'API key' }).fill(seeded.apiKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    // A chart with points and a non-zero total.
+    const chart = page.getByRole('figure', { name: /^Interactions chart: \d+ points, total [1-9]/ });
+    await chart.waitFor();
+    const name = await chart.getAttribute('aria-label');
+    expect(Number(/(\d+) points/.exec(name ?? '')?.[1])).toBeGreaterThanOrEqual(30);
+    expect(await page.locator('.chart canvas').count()).toBeGreaterThanOrEqual(9);
+    await page.getByRole('list', { name: 'Top intents' }).getByText('track_order').waitFor();
+    await page.getByRole('list', { name: 'Tokens by model' }).getByText('gpt-4o-mini · llm-input').waitFor();
+    // The key is kept for the browser session only.
+    expect(await page.evaluate(() => sessionStorage.getItem('parley.console.session'))).toContain(seeded.apiKey);
+    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+    await shot('overview');
+  });
+
+  it('moves the live counters when a conversation happens', async () => {
+    const counter = page.getByTestId('total-interactions');
+    const before = Number((await counter.textContent())?.replace(/\D/g, ''));
+    // graphql-sse gives no "subscribed" signal: talk until the counter moves (each turn is a new interaction).
+    let moved = false;
+    for (let attempt = 0; attempt < 5 && !moved; attempt++) {
+      await gql(
+        server,
+        seeded.apiKey,
+        'mutation($p: ID!, $r: InteractRequestInput!) { interact(projectID: $p, userID: "carol", request: $r) { outcome } }',
+        { p: seeded.projectID, r: { action: { type: 'launch' } } },
+      );
+      moved = await page
+        .waitForFunction(
+          (old) =>
+            Number(document.querySelector('[data-testid="total-interactions"]')?.textContent?.replace(/\D/g, '')) > old,
+          before,
+          { timeout: 4000 },
+        )
+        .then(() => true)
+        .catch(() => false);
+    }
+    expect(moved).toBe(true);
+    await page
+      .getByRole('status')
+      .getByText(/Live · updated/)
+      .waitFor();
+  });
+
+  it('searches transcripts and shows one as a conversation with its property and evaluation result', async () => {
+    await nav('Transcripts').click();
+    await page.getByRole('heading', { name: /^[1-9]\d* transcripts$/ }).waitFor();
+    await page.getByLabel('User ID').fill('alice');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.getByRole('heading', { name: '1 transcripts' }).waitFor();
+    await shot('transcripts');
+    await page.getByRole('table').getByRole('link').first().click();
+    const conversation = page.getByRole('list', { name: 'Conversation' });
+    await conversation.getByRole('listitem').first().waitFor();
+    await page.getByText('order tracking').waitFor();
+    await page.getByText('The agent said hello first.').waitFor();
+    const shown = await conversation.getByRole('listitem').count();
+    await page.getByRole('checkbox', { name: 'Show every trace' }).check();
+    await expect.poll(() => conversation.getByRole('listitem').count()).toBeGreaterThan(shown);
+    await shot('transcript');
+  });
+
+  it('lists evaluations and shows results over time', async () => {
+    await nav('Evaluations').click();
+    await page.getByRole('heading', { name: 'Greeted' }).waitFor();
+    await page.getByRole('button', { name: 'Results of Greeted' }).click();
+    await page.getByRole('figure', { name: /^Greeted: % true per day chart: 1 points/ }).waitFor();
+    await shot('evaluations');
+  });
+
+  it('uploads a file that reaches "indexed", and queries with the playground', async () => {
+    await nav('Knowledge base').click();
+    await page.getByRole('link', { name: 'Shipping times' }).waitFor();
+    await page.getByLabel('File', { exact: true }).setInputFiles({
+      name: 'returns.md',
+      mimeType: 'text/markdown',
+      buffer: Buffer.from('# Returns\n\nYou can return any order within 30 days for a full refund.\n'),
+    });
+    await page.getByLabel('Metadata (JSON object)').fill('{"team": "support"}');
+    await page.getByRole('button', { name: 'Upload' }).click();
+    await page.getByRole('row', { name: /returns\.md.*indexed/ }).waitFor();
+    await page.getByLabel('Question').fill('How long do I have to return an order?');
+    await page.getByRole('button', { name: 'Ask' }).click();
+    await page.getByRole('region', { name: 'Matched chunks' }).getByText(/score/).first().waitFor();
+    await page
+      .getByRole('region', { name: 'Answer' })
+      .getByText(/tokens/)
+      .waitFor();
+    await shot('knowledge-base');
+    await page.getByRole('link', { name: 'returns.md' }).first().click();
+    await page.getByRole('heading', { name: 'Chunks' }).waitFor();
+    await page.getByText('Chunk 1').waitFor();
+    await shot('knowledge-document');
+  });
+
+  it('shows agents and versions, and the chat playground streams traces with a link to the transcript', async () => {
+    await nav('Agents').click();
+    await page.getByRole('heading', { name: 'Support bot' }).waitFor();
+    await page.getByRole('button', { name: 'Start conversation' }).click();
+    const chat = page.getByRole('list', { name: 'Chat' });
+    await chat.locator('.msg.agent').first().waitFor();
+    await page.getByRole('link', { name: 'Open the transcript of this conversation' }).waitFor();
+    // A program with a mistake: the problem is shown at its path.
+    await page.getByLabel('Program (JSON)').fill('{"name": "broken", "startFlow": "nowhere", "flows": []}');
+    await page.getByRole('button', { name: 'Validate and publish' }).click();
+    await page.getByRole('list', { name: 'Program problems' }).getByRole('listitem').first().waitFor();
+    await shot('agents');
+  });
+
+  it('creates an API key whose secret is shown once', async () => {
+    await nav('Settings').click();
+    await page.getByLabel('Key name').fill('browser test key');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = page.getByLabel('New API key');
+    await secret.waitFor();
+    expect(await secret.inputValue()).toMatch(/^ak\./);
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    await secret.waitFor({ state: 'detached' });
+    await page.getByRole('cell', { name: /^browser test key/ }).waitFor();
+    await shot('settings');
+  });
+
+  it('works at 390 px wide: no sideways scrolling, the menu opens', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${server.url}/#/overview`);
+    await page.getByRole('figure', { name: /^Interactions chart/ }).waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await page.getByRole('button', { name: 'Menu' }).click();
+    await nav('Transcripts').waitFor();
+    await shot('overview-390');
+    await nav('Transcripts').click();
+    await page.getByRole('heading', { name: /transcripts$/ }).waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await shot('transcripts-390');
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('hides what a key without the scopes may not use', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('textbox', { name: 'API key' }).fill(seeded.readOnlyKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await nav('Overview').click();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    const links = await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents();
+    expect(links).toEqual(['Overview', 'Transcripts', 'Evaluations', 'Settings']);
+    await nav('Settings').click();
+    await page.getByText('Managing API keys needs a key with the admin scope.').waitFor();
+    await nav('Transcripts').click();
+    await page.getByRole('table').getByRole('link').first().click();
+    await page.getByRole('list', { name: 'Conversation' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Delete transcript' }).count()).toBe(0);
+    await shot('read-only-key');
+  });
+
+  it('signs in with the admin token and picks the project', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('radio', { name: 'The admin token' }).check();
+    await page.getByRole('textbox', { name: 'Admin token' }).fill(operatorToken);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('operator', { exact: true }).waitFor();
+    await nav('Settings').click();
+    await page.getByRole('cell', { name: /^viewer / }).waitFor();
+    await shot('operator-settings');
+  });
+
+  it('made no request off the server and logged no errors', () => {
+    expect(foreign).toEqual([]);
+    expect(problems).toEqual([]);
+  });
+});
