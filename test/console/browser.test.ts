@@ -236,7 +236,7 @@ describeWithChromium('console in a browser', (executablePath) => {
     await page.getByRole('heading', { name: /^[1-9]\d* transcripts$/ }).waitFor();
     await page.getByLabel('User ID').fill('alice');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
-    await page.getByRole('heading', { name: '1 transcripts' }).waitFor();
+    await page.getByRole('heading', { name: '1 transcript', exact: true }).waitFor();
     await shot('transcripts');
     await page.getByRole('table').getByRole('link').first().click();
     const conversation = page.getByRole('list', { name: 'Conversation' });
@@ -318,7 +318,7 @@ describeWithChromium('console in a browser', (executablePath) => {
     await nav('Transcripts').waitFor();
     await shot('overview-390');
     await nav('Transcripts').click();
-    await page.getByRole('heading', { name: /transcripts$/ }).waitFor();
+    await page.getByRole('heading', { name: /^\d+ transcripts?$/ }).waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await shot('transcripts-390');
     await page.setViewportSize({ width: 1280, height: 900 });

@@ -34,7 +34,10 @@ export function TimeChart(props: {
         height: 180,
         legend: { show: props.series.length > 1 },
         cursor: { drag: { x: false, y: false } },
-        scales: { x: { time: true } },
+        scales: {
+          // One point alone: a day either side, instead of uPlot's guess of years.
+          x: { time: true, ...(points < 2 ? { range: (_u, min, max) => [min - 86_400, max + 86_400] } : {}) },
+        },
         axes: [{ stroke: '#555' }, { stroke: '#555', size: 48 }],
         series: [
           {},

@@ -382,7 +382,7 @@ export function EvaluationsPage() {
               {(id) => (
                 <select
                   id={id}
-                  value={runForm.evaluationID}
+                  value={runForm.evaluationID || evaluations[0]?.id}
                   onChange={(e) => setRunForm({ ...runForm, evaluationID: inputValue(e) })}
                 >
                   {evaluations.map((ev) => (

@@ -233,7 +233,7 @@ function SearchPage() {
 
       <ErrorNote error={results.error} />
       {results.data ? (
-        <Section title={`${total.toLocaleString()} transcripts`}>
+        <Section title={`${total.toLocaleString()} ${total === 1 ? 'transcript' : 'transcripts'}`}>
           <div class="table-wrap">
             <table>
               <thead>
