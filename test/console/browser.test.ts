@@ -249,6 +249,29 @@ describeWithChromium('console in a browser', (executablePath) => {
     await shot('transcript');
   });
 
+  it('grows the open transcript live as the conversation goes on', async () => {
+    const conversation = page.getByRole('list', { name: 'Conversation' });
+    const before = await conversation.getByRole('listitem').count();
+    // alice's next turn continues her session, so its logs land in this transcript.
+    let grew = false;
+    for (let attempt = 0; attempt < 5 && !grew; attempt++) {
+      await gql(
+        server,
+        seeded.apiKey,
+        'mutation($p: ID!, $r: InteractRequestInput!) { interact(projectID: $p, userID: "alice", request: $r) { outcome } }',
+        { p: seeded.projectID, r: { action: { type: 'text', payload: 'talk to a person' } } },
+      );
+      grew = await page
+        .waitForFunction((old) => document.querySelectorAll('[aria-label="Conversation"] > li').length > old, before, {
+          timeout: 4000,
+        })
+        .then(() => true)
+        .catch(() => false);
+    }
+    expect(grew).toBe(true);
+    await conversation.getByText('talk to a person').first().waitFor();
+  });
+
   it('lists evaluations and shows results over time', async () => {
     await nav('Evaluations').click();
     await page.getByRole('heading', { name: 'Greeted' }).waitFor();
@@ -322,6 +345,29 @@ describeWithChromium('console in a browser', (executablePath) => {
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await shot('transcripts-390');
     await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('is reachable from the keyboard: sign in with Tab and Enter, then move through the navigation', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('textbox', { name: 'API key' }).waitFor();
+    await page.keyboard.press('Tab'); // the first radio ("An API key")
+    await page.keyboard.press('Tab'); // the API key field
+    expect(await page.evaluate(() => (document.activeElement as HTMLInputElement | null)?.type)).toBe('password');
+    await page.keyboard.type(seeded.apiKey);
+    await page.keyboard.press('Enter');
+    await page.getByRole('navigation', { name: 'Console' }).waitFor();
+    // Tab from the top reaches every navigation link, and Enter follows one.
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+    const reached: string[] = [];
+    for (let i = 0; i < 12 && !reached.includes('Settings'); i++) {
+      await page.keyboard.press('Tab');
+      reached.push(await page.evaluate(() => document.activeElement?.textContent?.trim() ?? ''));
+    }
+    expect(reached).toEqual(
+      expect.arrayContaining(['Overview', 'Transcripts', 'Evaluations', 'Knowledge base', 'Agents', 'Settings']),
+    );
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Settings', level: 1 }).waitFor();
   });
 
   it('hides what a key without the scopes may not use', async () => {

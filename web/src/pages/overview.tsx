@@ -69,16 +69,53 @@ const totalsQuery = `query OverviewTotals($filter: UsageRangeInput!) {
   }
 }`;
 
-const breakdownQuery = `query OverviewBreakdown($filter: UsageFilterInput!, $intents: UsageFilterInput!) {
-  interactions: usage(name: interactions, filter: $filter) { ... on InteractionsUsage { cursor items { type count } } }
-  credit: usage(name: credit_usage, filter: $filter) { ... on CreditUsage { cursor items { model type count } } }
-  functions: usage(name: function_usage, filter: $filter) { ... on FunctionUsage { cursor items { name functionID count successCount } } }
-  apis: usage(name: api_calls, filter: $filter) { ... on ApiCallsUsage { cursor items { name apiToolID count successCount } } }
-  integrations: usage(name: integrations, filter: $filter) { ... on IntegrationsUsage { cursor items { integrationToolName count successCount } } }
-  agents: usage(name: agent_usage, filter: $filter) { ... on AgentUsage { cursor items { name agentID count successCount } } }
-  documents: usage(name: kb_documents, filter: $filter) { ... on KbDocumentsUsage { cursor items { documentID count } } }
-  topIntents: usage(name: top_intents, filter: $intents) { ... on TopIntentsUsage { intents { name count } } }
-}`;
+/** The breakdown metrics: the usage query's name, its union member and the item fields wanted. */
+const breakdownMetrics = {
+  interactions: ['interactions', 'InteractionsUsage', 'type count'],
+  credit: ['credit_usage', 'CreditUsage', 'model type count'],
+  functions: ['function_usage', 'FunctionUsage', 'name functionID count successCount'],
+  apis: ['api_calls', 'ApiCallsUsage', 'name apiToolID count successCount'],
+  integrations: ['integrations', 'IntegrationsUsage', 'integrationToolName count successCount'],
+  agents: ['agent_usage', 'AgentUsage', 'name agentID count successCount'],
+  documents: ['kb_documents', 'KbDocumentsUsage', 'documentID count'],
+} as const;
+
+/** Pages through one metric's hourly rows (500 a page), at most `maxPages`; says whether rows were left. */
+async function allRows(
+  key: keyof typeof breakdownMetrics,
+  filter: Record<string, unknown>,
+  maxPages = 20,
+): Promise<{ items: Record<string, unknown>[]; truncated: boolean }> {
+  const [name, type, fields] = breakdownMetrics[key];
+  const query = `query OverviewBreakdown($filter: UsageFilterInput!) { usage(name: ${name}, filter: $filter) { ... on ${type} { cursor items { ${fields} } } } }`;
+  const items: Record<string, unknown>[] = [];
+  let cursor: number | null = null;
+  for (let page = 0; page < maxPages; page++) {
+    const data: { usage: { cursor: number | null; items: Record<string, unknown>[] } } = await gql(query, {
+      filter: { ...filter, limit: 500, ...(cursor === null ? {} : { cursor }) },
+    });
+    items.push(...data.usage.items);
+    cursor = data.usage.cursor;
+    if (cursor === null) return { items, truncated: false };
+  }
+  return { items, truncated: true };
+}
+
+async function loadBreakdowns(filter: Record<string, unknown>) {
+  const keys = Object.keys(breakdownMetrics) as (keyof typeof breakdownMetrics)[];
+  const [intents, ...rows] = await Promise.all([
+    gql<{ usage: { intents: { name: string; count: number }[] } }>(
+      'query OverviewIntents($filter: UsageFilterInput!) { usage(name: top_intents, filter: $filter) { ... on TopIntentsUsage { intents { name count } } } }',
+      { filter: { ...filter, limit: 10 } },
+    ),
+    ...keys.map((k) => allRows(k, filter)),
+  ]);
+  const byKey = Object.fromEntries(keys.map((k, i) => [k, rows[i]!])) as Record<
+    keyof typeof breakdownMetrics,
+    { items: Record<string, unknown>[]; truncated: boolean }
+  >;
+  return { intents: intents.usage.intents, rows: byKey, truncated: rows.some((r) => r.truncated) };
+}
 
 interface BreakdownItem {
   name: string;
@@ -153,14 +190,7 @@ export function OverviewPage() {
     [base, effectiveGranularity, timeZone],
   );
   const totals = useAsync(() => gql<{ usageTotals: Totals }>(totalsQuery, { filter: base }), [base]);
-  const breakdown = useAsync(
-    () =>
-      gql<Record<string, { items?: Record<string, unknown>[]; intents?: { name: string; count: number }[] }>>(
-        breakdownQuery,
-        { filter: { ...base, limit: 500 }, intents: { ...base, limit: 10 } },
-      ),
-    [base],
-  );
+  const breakdown = useAsync(() => loadBreakdowns(base), [base]);
 
   // Live: every counter update of this project refreshes the numbers of the range.
   useEffect(() => {
@@ -200,7 +230,7 @@ export function OverviewPage() {
 
   const t = totals.data?.usageTotals;
   const b = breakdown.data;
-  const items = (key: string) => (b?.[key]?.items ?? []) as Record<string, unknown>[];
+  const items = (key: keyof typeof breakdownMetrics) => b?.rows[key].items ?? [];
 
   return (
     <div class="page">
@@ -328,10 +358,7 @@ export function OverviewPage() {
       {b ? (
         <Section title="Breakdowns">
           <div class="grid">
-            <Bars
-              title="Top intents"
-              items={(b.topIntents?.intents ?? []).map((i) => ({ name: i.name, value: i.count }))}
-            />
+            <Bars title="Top intents" items={b.intents.map((i) => ({ name: i.name, value: i.count }))} />
             <Bars
               title="Interactions by type"
               items={sumBy(items('interactions').map((i) => ({ name: String(i.type), count: Number(i.count) })))}
@@ -385,8 +412,8 @@ export function OverviewPage() {
               items={sumBy(items('documents').map((i) => ({ name: String(i.documentID), count: Number(i.count) })))}
             />
           </div>
-          {Object.values(b).some((r) => r?.items && (r as { cursor?: number | null }).cursor) ? (
-            <p class="muted">Breakdowns show the first 500 hourly rows of each metric in this range.</p>
+          {b.truncated ? (
+            <p class="muted">Breakdowns sum the first 10,000 hourly rows of each metric in this range.</p>
           ) : null}
         </Section>
       ) : null}

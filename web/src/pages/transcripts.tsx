@@ -410,31 +410,23 @@ function TranscriptView({ id }: { id: string }) {
 
   // Growing live: new logs and results as they are stored.
   useEffect(() => {
-    const stop = subscribe<{
-      transcriptEvents: { kind: string; logs: Log[]; result: Result | null };
-    }>(
-      `subscription TranscriptLive($id: ID!) { transcriptEvents(transcriptID: $id) { kind logs { id type createdAt data } result { ${resultFields} } } }`,
+    // Results are read again with the transcript: the event's own `result` member fails on log
+    // events (see docs/console.md), so the subscription asks only for what each kind carries.
+    const stop = subscribe<{ transcriptEvents: { kind: string; evaluationID: string | null; logs: Log[] } }>(
+      'subscription TranscriptLive($id: ID!) { transcriptEvents(transcriptID: $id) { kind evaluationID logs { id type createdAt data } } }',
       { id },
       {
         next: ({ transcriptEvents: ev }) => {
           setLive(true);
+          if (ev.kind !== 'logs' || unredacted) {
+            detail.reload();
+            return;
+          }
           detail.setData((prev) => {
             if (!prev) return prev;
             const t = prev.transcript;
-            if (ev.kind === 'logs') {
-              if (unredacted) {
-                detail.reload();
-                return prev;
-              }
-              const known = new Set(t.logs.map((l) => l.id));
-              return { ...prev, transcript: { ...t, logs: [...t.logs, ...ev.logs.filter((l) => !known.has(l.id))] } };
-            }
-            if (ev.result) {
-              const r = ev.result;
-              const others = t.evaluations.filter((x) => x.evaluationID !== r.evaluationID);
-              return { ...prev, transcript: { ...t, evaluations: [...others, r] } };
-            }
-            return prev;
+            const known = new Set(t.logs.map((l) => l.id));
+            return { ...prev, transcript: { ...t, logs: [...t.logs, ...ev.logs.filter((l) => !known.has(l.id))] } };
           });
         },
         error: () => setLive(false),
