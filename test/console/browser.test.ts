@@ -54,6 +54,8 @@ async function seed(server: ServeProcess, model: FakeOpenAiServer): Promise<Seed
     'mutation($p: ID!) { createApiKey(input: {projectID: $p, name: "viewer", scopes: ["analytics:read", "transcripts:read"]}) { apiKey } }',
     { p: projectID },
   );
+  // A second project, in its own workspace, for the operator's pickers.
+  await gql(server, operatorToken, 'mutation { createProject(input: {name: "Sales bot"}) { project { id } } }');
   const program = JSON.parse(readFileSync(join(projectRoot, 'examples/support-bot/agent.json'), 'utf8'));
   await gql(server, key, 'mutation($i: PublishAgentInput!) { publishAgent(input: $i) { version { id } } }', {
     i: { projectID, program },
@@ -395,6 +397,19 @@ describeWithChromium('console in a browser', (executablePath) => {
     await page.getByText('operator', { exact: true }).waitFor();
     await nav('Settings').click();
     await page.getByRole('cell', { name: /^viewer / }).waitFor();
+    // Two workspaces: the workspace picker switches to the other one and its project.
+    const workspace = page.getByRole('combobox', { name: 'Workspace' });
+    const current = await workspace.inputValue();
+    const other = (await workspace.locator('option').allTextContents()).find((w) => w !== current);
+    expect(other).toBeTruthy();
+    await workspace.selectOption(other!);
+    await expect
+      .poll(() => page.getByRole('combobox', { name: 'Project' }).locator('option:checked').textContent())
+      .toBe('Sales bot');
+    await page
+      .getByRole('definition')
+      .filter({ hasText: /^Sales bot/ })
+      .waitFor();
     await shot('operator-settings');
   });
 

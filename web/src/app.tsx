@@ -114,7 +114,12 @@ function ProjectPicker(props: { projects: ProjectInfo[]; projectID: string; onPi
             >
               {workspaces.map((w) => (
                 <option value={w} key={w}>
-                  {w}
+                  {/* The API has no workspace names: a workspace is shown by its projects. */}
+                  {props.projects
+                    .filter((p) => p.workspaceID === w)
+                    .map((p) => p.name)
+                    .join(', ')}{' '}
+                  · {w.slice(-6)}
                 </option>
               ))}
             </select>
