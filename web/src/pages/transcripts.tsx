@@ -240,8 +240,12 @@ function SearchPage() {
                 <tr>
                   <th scope="col">Created</th>
                   <th scope="col">User</th>
-                  <th scope="col">Session</th>
-                  <th scope="col">Environment</th>
+                  <th scope="col" class="hide-narrow">
+                    Session
+                  </th>
+                  <th scope="col" class="hide-narrow">
+                    Environment
+                  </th>
                   <th scope="col">Status</th>
                 </tr>
               </thead>
@@ -252,8 +256,8 @@ function SearchPage() {
                       <a href={href('transcripts', node.id)}>{formatTime(node.createdAt)}</a>
                     </td>
                     <td>{node.userID ?? '—'}</td>
-                    <td class="mono">{node.sessionID}</td>
-                    <td>{envAlias(node.environmentID)}</td>
+                    <td class="mono hide-narrow">{node.sessionID}</td>
+                    <td class="hide-narrow">{envAlias(node.environmentID)}</td>
                     <td>{node.endedAt ? 'ended' : 'open'}</td>
                   </tr>
                 ))}
