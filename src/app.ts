@@ -3,6 +3,7 @@ import { requestIdFrom } from './graphql/context';
 import { createParleyYoga, type ParleyYoga } from './graphql/yoga';
 import { opsRateLimit, useOpsMiddleware } from './ops/app';
 import { consoleRouter } from './ops/console';
+import { graphiqlAssetsHandler } from './ops/graphiql';
 import { createRestRouter } from './rest/adapter';
 import { sendError } from './rest/errors';
 import { routes } from './rest/routes';
@@ -80,6 +81,8 @@ export function buildApp(services: AppServices): ParleyApp {
 
   // The console (web/): static files at / that talk to /graphql like any other client (docs/console.md).
   app.use(consoleRouter());
+  // GraphiQL's files, from the installed package (src/ops/graphiql.ts): static, not rate limited.
+  if (config.GRAPHIQL) app.use(graphiqlAssetsHandler());
 
   app.use(opsRateLimit(services, yoga.graphqlEndpoint));
 

@@ -5,9 +5,11 @@ import { createApiKey, createProject, findApiKey, revokeApiKey, rotateApiKey } f
 import { graceSecondsSchema, idSchema, projectNameSchema, scopesSchema } from '../admin/validation';
 import type { Scope } from '../auth/keys';
 import { applyMigrations } from '../db/migrate';
+import { demoLimits, seedDemo } from '../demo/seed';
 import { type Config, ConfigError, loadConfig } from '../env';
 import { AppError } from '../lib/errors';
 import { createLogger } from '../lib/logger';
+import { parseTimestamp, timestampProblemMessage } from '../lib/time';
 import { setupTracing } from '../ops/tracing';
 import { exitOnSignals, startServer } from '../server';
 import { type AppServices, createServices } from '../services';
@@ -27,6 +29,10 @@ const usage = `Usage: parley <command> [options]
   agent publish FILE --project ID [--environment ALIAS]
                                           publish an agent program (JSON) to an environment (default development)
   agent validate FILE                     check an agent program and list its problems
+  demo [--seed N] [--days N] [--name NAME] [--now ISO-TIME]
+                                          create a demo project: a published support bot, knowledge-base
+                                          documents and N days (default 30) of conversations, evaluations and
+                                          usage; the same seed (default 1) gives the same data (docs/demo.md)
 
 Every command works on the database of DATABASE_URL (default file:./data/parley.db), applying
 pending migrations first. Results are printed as one JSON object on stdout; logs go to stderr.`;
@@ -229,6 +235,8 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     }
     case 'agent':
       return runAgentCommand(config, sub, rest);
+    case 'demo':
+      return runDemoCommand(config, sub === undefined ? [] : [sub, ...rest]);
     case undefined:
     case 'help':
     case '--help':
@@ -238,6 +246,50 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     default:
       throw new UsageError(`unknown command: ${command}`);
   }
+}
+
+/** A whole number from an option, or a usage error naming the option. */
+function integerOption(raw: string | undefined, name: string): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^\d+$/.test(raw.trim())) throw new UsageError(`${name} must be a whole number, not "${raw}"`);
+  return Number(raw.trim());
+}
+
+async function runDemoCommand(config: Config, args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      seed: { type: 'string' },
+      days: { type: 'string' },
+      name: { type: 'string' },
+      now: { type: 'string' },
+    },
+    strict: true,
+  });
+  const seed = integerOption(values.seed, '--seed');
+  if (seed !== undefined && seed > demoLimits.seed.max)
+    throw new UsageError(`--seed must be at most ${demoLimits.seed.max}`);
+  const days = integerOption(values.days, '--days');
+  if (days !== undefined && (days < demoLimits.days.min || days > demoLimits.days.max)) {
+    throw new UsageError(`--days must be from ${demoLimits.days.min} to ${demoLimits.days.max}`);
+  }
+  const name = values.name === undefined ? undefined : requireValid(projectNameSchema, values.name, '--name');
+  let now: Date | undefined;
+  if (values.now !== undefined) {
+    const parsed = parseTimestamp(values.now);
+    if (!parsed.ok) throw new UsageError(`--now: ${timestampProblemMessage[parsed.problem]}`);
+    now = parsed.date;
+  }
+  const out = await withServices(config, async (services) => {
+    const { summary, ...project } = await seedDemo(services, { seed, days, name, now, actor: cliActor });
+    process.stderr.write(
+      `parley: demo project "${project.projectID}": ${summary.transcripts} transcripts, ${summary.logs} logs, ` +
+        `${summary.evaluationResults} evaluation results, ${summary.usageEvents} usage events, ${summary.documents} documents\n`,
+    );
+    return project;
+  });
+  print(out);
+  return 0;
 }
 
 /** Reads an agent program file: JSON, or a usage error naming the file. */

@@ -1,5 +1,6 @@
 import { useGraphQLSSE } from '@graphql-yoga/plugin-graphql-sse';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { renderLocalGraphiQL } from '../ops/graphiql';
 import { opsGraphqlPlugins } from '../ops/graphql';
 import type { AppServices } from '../services';
 import { setUnusedQueryPolicy } from './builder';
@@ -24,6 +25,8 @@ export function createParleyYoga(services: AppServices): ParleyYoga {
     schema,
     graphqlEndpoint: '/graphql',
     graphiql: services.config.GRAPHIQL ? { title: 'Parley GraphQL' } : false,
+    // Its files come from this server, not a CDN: GraphiQL works offline (src/ops/graphiql.ts).
+    renderGraphiQL: renderLocalGraphiQL,
     landingPage: false,
     // CORS is the HTTP layer's (CORS_ORIGINS, src/ops/http.ts), for REST and GraphQL alike.
     cors: false,

@@ -88,3 +88,16 @@ export async function queueStats(db: Db): Promise<QueueStats[]> {
   }
   return [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue));
 }
+
+/**
+ * Marks a queued job done without running it through a worker: for a caller that did the job's
+ * work itself, in process (the demo seeder ingests its documents at once). A job already claimed
+ * or finished is left alone. Returns whether a job was marked.
+ */
+export async function finishQueuedJob(db: Db, dedupeKey: string): Promise<boolean> {
+  const { count } = await db.prisma.job.updateMany({
+    where: { dedupeKey, status: 'queued' },
+    data: { status: 'done', finishedAt: new Date() },
+  });
+  return count > 0;
+}

@@ -1,6 +1,7 @@
 import type { Express, Request } from 'express';
 import { routes } from '../rest/routes';
 import type { AppServices } from '../services';
+import { graphiqlAssetsPrefix } from './graphiql';
 import { corsMiddleware, metricsHandler, requestObservability, securityHeaders } from './http';
 import { rateLimitMiddleware } from './rate-limit';
 import { createRouteMatcher } from './route-groups';
@@ -20,6 +21,8 @@ export function useOpsMiddleware(app: Express, services: AppServices, graphqlEnd
     if (isGraphQL(req.path))
       return req.path.startsWith(`${graphqlEndpoint}/stream`) ? `${graphqlEndpoint}/stream` : graphqlEndpoint;
     if (ownPaths.includes(req.path)) return req.path;
+    // GraphiQL's static files: one label, not one per file.
+    if (req.path.startsWith(`${graphiqlAssetsPrefix}/`)) return graphiqlAssetsPrefix;
     return matchRoute(req.method, req.path) ?? 'unmatched';
   };
   app.use(requestObservability({ metrics: ops.metrics, streams: ops.streams, routeOf, isGraphQL }));

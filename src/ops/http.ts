@@ -5,6 +5,7 @@ import helmet from 'helmet';
 import { constantTimeEqual } from '../auth/keys';
 import type { Config } from '../env';
 import { sendError } from '../rest/errors';
+import { graphiqlCsp } from './graphiql';
 import type { Metrics } from './metrics';
 import { extractContext, tracer } from './tracing';
 
@@ -43,28 +44,15 @@ export function corsMiddleware(config: Pick<Config, 'CORS_ORIGINS'>) {
 
 /** JSON answers need no scripts, styles or frames. */
 const apiCsp = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
-/**
- * GraphiQL (Yoga's page) is one HTML document with inline scripts that loads its bundle, styles and
- * editor workers from unpkg.com and runs the workers from blob: URLs.
- */
-const graphiqlCsp = [
-  "default-src 'self'",
-  "script-src 'self' 'unsafe-inline' https://unpkg.com blob:",
-  "style-src 'self' 'unsafe-inline' https://unpkg.com",
-  "font-src 'self' data: https://unpkg.com",
-  "img-src 'self' data: https:",
-  "worker-src 'self' blob:",
-  "connect-src 'self'",
-  "frame-ancestors 'none'",
-  "base-uri 'none'",
-].join('; ');
-
 /** helmet's headers, with a Content-Security-Policy fit for each kind of response. */
 export function securityHeaders(opts: { graphiql: boolean; graphqlEndpoint: string }) {
   const base = helmet({ contentSecurityPolicy: false });
   return (req: Request, res: Response, next: NextFunction) => {
     const graphiqlPage =
-      opts.graphiql && req.method === 'GET' && req.path === opts.graphqlEndpoint && Boolean(req.accepts('text/html'));
+      opts.graphiql &&
+      req.method === 'GET' &&
+      (req.path === opts.graphqlEndpoint || req.path === `${opts.graphqlEndpoint}/`) &&
+      Boolean(req.accepts('text/html'));
     res.setHeader('Content-Security-Policy', graphiqlPage ? graphiqlCsp : apiCsp);
     base(req, res, next);
   };
