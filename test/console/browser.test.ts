@@ -1,11 +1,14 @@
 /**
- * The console in headless Chromium against a real `parley serve` with data seeded through the
- * public API: sign in, every page shows its data, a chart has points, a counter moves when a
- * conversation happens, the playground streams, an upload reaches "indexed", nothing leaves the
- * server's origin, no console errors. One screenshot per page lands in tmp/screenshots/.
+ * The console in headless Chromium against a real `parley serve` with demo data (`parley demo`)
+ * and a few extras made through the public API: sign in, every page shows its data, a chart has
+ * points, a counter moves when a conversation happens, the playground streams, an upload reaches
+ * "indexed", nothing leaves the server's origin, no console errors. One screenshot per page lands
+ * in tmp/screenshots/.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { scopes } from '../../src/auth/keys';
@@ -38,16 +41,30 @@ async function gql(server: ServeProcess, key: string, query: string, variables: 
   return body.data!;
 }
 
-/** A project with an agent, conversations, 30 days of usage, a property, an evaluation and a document. */
-async function seed(server: ServeProcess, model: FakeOpenAiServer): Promise<Seeded> {
-  const created = await gql(
+/**
+ * `parley demo` (the published support bot, a week of conversations with properties and evaluation
+ * results, usage of every metric, three documents), then through the API: a key with every scope,
+ * a read-only key, two conversations of our own, a property value, an evaluation judged by the fake
+ * model, a table document, and a second workspace for the operator's pickers.
+ */
+async function runDemo(databaseUrl: string): Promise<string> {
+  // Before the server starts: the command writes the database directly, in large transactions.
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [join(projectRoot, 'bin/parley.js'), 'demo', '--days', '7', '--seed', '1'],
+    { env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' } },
+  );
+  return (JSON.parse(stdout) as { projectID: string }).projectID;
+}
+
+async function seed(server: ServeProcess, model: FakeOpenAiServer, projectID: string): Promise<Seeded> {
+  const full = await gql(
     server,
     operatorToken,
-    'mutation($s: [String!]) { createProject(input: {name: "Support bot", keyScopes: $s}) { apiKey project { id } } }',
-    { s: [...scopes] },
+    'mutation($p: ID!, $s: [String!]) { createApiKey(input: {projectID: $p, name: "console test", scopes: $s}) { apiKey } }',
+    { p: projectID, s: [...scopes] },
   );
-  const projectID = created.createProject.project.id as string;
-  const key = created.createProject.apiKey as string;
+  const key = full.createApiKey.apiKey as string;
   const readOnly = await gql(
     server,
     operatorToken,
@@ -56,11 +73,7 @@ async function seed(server: ServeProcess, model: FakeOpenAiServer): Promise<Seed
   );
   // A second project, in its own workspace, for the operator's pickers.
   await gql(server, operatorToken, 'mutation { createProject(input: {name: "Sales bot"}) { project { id } } }');
-  const program = JSON.parse(readFileSync(join(projectRoot, 'examples/support-bot/agent.json'), 'utf8'));
-  await gql(server, key, 'mutation($i: PublishAgentInput!) { publishAgent(input: $i) { version { id } } }', {
-    i: { projectID, program },
-  });
-  // Two real conversations: transcripts with logs, and usage recorded by the runtime.
+  // Two conversations of our own with the demo's support bot.
   for (const user of ['alice', 'bob']) {
     await gql(
       server,
@@ -69,26 +82,6 @@ async function seed(server: ServeProcess, model: FakeOpenAiServer): Promise<Seed
       { p: projectID, u: user, r: { action: { type: 'launch' } } },
     );
   }
-  // 30 days of usage across every metric.
-  const events: Record<string, unknown>[] = [];
-  const now = Date.now();
-  for (let day = 0; day < 30; day++) {
-    const timestamp = new Date(now - day * 86_400_000 - 3_600_000).toISOString();
-    const base = { projectID, environment: 'development', timestamp, userID: `user-${day % 7}` };
-    for (let i = 0; i < 1 + (day % 4); i++)
-      events.push({ ...base, kind: 'interaction', type: i % 2 ? 'text' : 'launch' });
-    events.push({ ...base, kind: 'intent', name: day % 3 ? 'track_order' : 'report_problem' });
-    events.push({ ...base, kind: 'credit', model: 'gpt-4o-mini', type: 'llm-input', tokens: 100 + day * 5 });
-    events.push({ ...base, kind: 'function_call', functionID: 'fn-eta', name: 'eta', success: day % 5 !== 0 });
-    events.push({ ...base, kind: 'api_call', apiToolID: 'orders', name: 'orders', success: true });
-    events.push({ ...base, kind: 'integration_call', integrationToolName: 'zendesk', success: day % 2 === 0 });
-    events.push({ ...base, kind: 'agent_invocation', agentID: 'support', name: 'Support bot', success: true });
-    events.push({ ...base, kind: 'kb_document', documentID: 'doc-returns' });
-    events.push({ ...base, kind: 'transcript' });
-  }
-  await gql(server, key, 'mutation($e: [UsageEventInput!]!) { recordUsageEvents(events: $e) { recorded } }', {
-    e: events,
-  });
   const found = await gql(
     server,
     key,
@@ -148,6 +141,7 @@ describeWithChromium('console in a browser', (executablePath) => {
     mkdirSync(screenshots, { recursive: true });
     database = await createTestDatabase(databaseLanes()[0] ?? 'sqlite');
     // The language model (evaluation judge, answers) is the fake OpenAI-compatible server.
+    const demoProjectID = await runDemo(database.url);
     model = await startFakeOpenAiServer();
     server = await startServeProcess({
       DATABASE_URL: database.url,
@@ -158,7 +152,7 @@ describeWithChromium('console in a browser', (executablePath) => {
       LLM_MAX_RETRIES: '0',
     });
     await waitUntilReady(server);
-    seeded = await seed(server, model);
+    seeded = await seed(server, model, demoProjectID);
     browser = await launchChromium(executablePath);
     page = browser.context.pages()[0] ?? (await browser.context.newPage());
     page.setDefaultTimeout(10_000);
@@ -170,7 +164,7 @@ describeWithChromium('console in a browser', (executablePath) => {
       const url = r.url();
       if (!url.startsWith(server.url) && !url.startsWith('data:') && !url.startsWith('blob:')) foreign.push(url);
     });
-  }, 120_000);
+  }, 240_000);
 
   afterAll(async () => {
     await browser?.close();
@@ -196,8 +190,9 @@ describeWithChromium('console in a browser', (executablePath) => {
     const name = await chart.getAttribute('aria-label');
     expect(Number(/(\d+) points/.exec(name ?? '')?.[1])).toBeGreaterThanOrEqual(30);
     expect(await page.locator('.chart canvas').count()).toBeGreaterThanOrEqual(9);
-    await page.getByRole('list', { name: 'Top intents' }).getByText('track_order').waitFor();
-    await page.getByRole('list', { name: 'Tokens by model' }).getByText('gpt-4o-mini · llm-input').waitFor();
+    await page.getByRole('list', { name: 'Top intents' }).getByRole('listitem').first().waitFor();
+    await page.getByRole('list', { name: 'Tokens by model' }).getByRole('listitem').first().waitFor();
+    await page.getByRole('list', { name: 'Interactions by type' }).getByText('launch').waitFor();
     // The key is kept for the browser session only.
     expect(await page.evaluate(() => sessionStorage.getItem('parley.console.session'))).toContain(seeded.apiKey);
     expect(await page.evaluate(() => localStorage.length)).toBe(0);
