@@ -38,7 +38,14 @@ export function TimeChart(props: {
           // One point alone: a day either side, instead of uPlot's guess of years.
           x: { time: true, ...(points < 2 ? { range: (_u, min, max) => [min - 86_400, max + 86_400] } : {}) },
         },
-        axes: [{ stroke: '#555' }, { stroke: '#555', size: 48 }],
+        // Room for the widest tick label (e.g. 1,000,000 tokens), which uPlot does not measure.
+        axes: [
+          { stroke: '#555' },
+          {
+            stroke: '#555',
+            size: 24 + 8 * Math.max(...props.series.flatMap((x) => x.values), 1).toLocaleString().length,
+          },
+        ],
         series: [
           {},
           ...props.series.map((s, i) => ({
