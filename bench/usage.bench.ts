@@ -1,8 +1,8 @@
 import { request } from 'node:http';
 import { createApiKey } from '../src/admin/service';
-import { hourMs } from '../src/analytics/metrics';
 import { queryUsage, type UsageQuery, type UsageResult } from '../src/analytics/query';
 import { queryUsageFromEvents } from '../src/analytics/raw-events';
+import { hourMs } from '../src/analytics/usage-metrics';
 import type { BenchSuite, LatencySummary } from './lib';
 import { fmt, printTable, startBenchServer, timeIt } from './lib';
 

@@ -215,7 +215,7 @@ async function run(
   req: Request,
   variables: Record<string, unknown>,
 ): Promise<ExecutionResult> {
-  // restRoute marks the operation as a REST route's (src/ops: rate-limited at the HTTP layer, named in spans).
+  // restRoute marks the operation as a REST route's (RestOperationMarker: rate-limited at the HTTP edge, named in spans).
   const { contextFactory, execute, schema } = yoga.getEnveloped({
     request: { headers: headersOf(req) },
     restRoute: `${prepared.route.method} ${prepared.route.path}`,

@@ -1,7 +1,7 @@
 import { type BulkRow, bulkInsert } from '../db/bulk-insert';
 import type { Provider } from '../db/schema-source';
+import type { PrismaTx } from '../db/transaction';
 import { newId } from '../lib/ids';
-import type { PrismaTx } from './db';
 import type { Redactor } from './redaction';
 import type { LogInput } from './validation';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initialJsBudgetBytes, initialScripts } from '../../scripts/build-web';
-import { consoleCsp, consoleDistDir, consoleRouter } from '../../src/ops/console';
+import { consoleCsp, consoleDistDir, consoleRouter } from '../../src/http/console';
 import { useTestApp } from '../helpers/app';
 import { ensureConsoleBuild } from '../helpers/browser';
 import { describeEachDatabase } from '../helpers/lanes';

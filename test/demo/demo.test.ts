@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { hourOf, usageQueryNames } from '../../src/analytics/metrics';
+import { hourOf, usageQueryNames } from '../../src/analytics/usage-metrics';
 import type { Db } from '../../src/db/client';
 import { projectRoot } from '../../src/db/schema-source';
 import { type DemoProject, seedDemo } from '../../src/demo/seed';

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { type BrowserContext, chromium } from 'playwright-core';
 import { describe } from 'vitest';
 import { projectRoot } from '../../src/db/schema-source';
-import { consoleDistDir } from '../../src/ops/console';
+import { consoleDistDir } from '../../src/http/console';
 import { lanes } from './lanes';
 
 let building: Promise<void> | null = null;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { graphiqlAssetsPath } from '../../src/ops/graphiql';
+import { graphiqlAssetsPath } from '../../src/http/graphiql';
 import { useTestApp } from '../helpers/app';
 import { databaseLanes } from '../helpers/lanes';
 

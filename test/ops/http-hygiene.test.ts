@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/db/schema-source';
-import { graphiqlCsp } from '../../src/ops/graphiql';
+import { graphiqlCsp } from '../../src/http/graphiql';
 import { useTestApp } from '../helpers/app';
 import { pausingProgram } from '../helpers/fixtures';
 import { databaseLanes, describeEachDatabase } from '../helpers/lanes';
