@@ -27,6 +27,12 @@ export interface ParleyYogaOptions {
    * server serves, so GraphiQL works offline; without it Yoga's own page (files from a CDN).
    */
   renderGraphiQL?: (options: { title?: string } & Record<string, unknown>) => string;
+  /**
+   * Documents the server runs itself (the REST routes' operations, from the route table): always
+   * persisted operations, beside those of GRAPHQL_PERSISTED_OPERATIONS_FILE, so a client may send
+   * their hashes over /graphql in persisted-only mode without an exported file.
+   */
+  persistedDocuments: readonly string[];
 }
 
 /**
@@ -56,6 +62,7 @@ export function createParleyYoga(services: YogaServices, opts: ParleyYogaOptions
         auth: services.auth,
         ops: services.ops,
         fieldGroups: opts.fieldGroups,
+        persistedDocuments: opts.persistedDocuments,
         streamEndpoint: graphqlSseEndpoint,
       }),
     ],
