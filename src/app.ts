@@ -1,6 +1,7 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { requestIdFrom } from './graphql/context';
 import { createParleyYoga, type ParleyYoga } from './graphql/yoga';
+import { consoleRouter } from './http/console';
 import { edgeRateLimit, useEdgeMiddleware } from './http/edge';
 import { graphiqlAssetsHandler } from './http/graphiql';
 import { createWebChatRouter } from './http/web-chat';
@@ -91,6 +92,8 @@ export function buildApp(services: AppServices): ParleyApp {
     }
   });
 
+  // The console (web/): static files at / that talk to /graphql like any other client (docs/console.md).
+  app.use(consoleRouter());
   // GraphiQL's files, from the installed package (src/http/graphiql.ts): static, not rate limited.
   if (config.GRAPHIQL) app.use(graphiqlAssetsHandler());
 

@@ -2,12 +2,13 @@
  * Decides which lanes the suite runs: SQLite always; PostgreSQL and Redis when reachable. Each
  * database lane gets a template database migrated once per run, which every test file copies.
  *
+ *   PARLEY_TEST_CHROMIUM    the chromium executable of the browser lane (default /usr/bin/chromium)
  *   PARLEY_TEST_PG_URL      admin URL of the PostgreSQL server (default postgresql://postgres@127.0.0.1:5432/postgres)
  *   PARLEY_TEST_REDIS_URL   Redis URL (default redis://127.0.0.1:6379)
- *   PARLEY_TEST_REQUIRE     comma list of lanes that must run (CI sets postgres,redis): a missing one fails the run
+ *   PARLEY_TEST_REQUIRE     comma list of lanes that must run (CI sets postgres,redis,chromium): a missing one fails the run
  *   PARLEY_TEST_LANES       comma list to restrict the database lanes (e.g. sqlite), for a quick local run
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -15,10 +16,12 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { applyMigrations } from '../src/db/migrate';
 import { adminQuery, withDatabaseName } from '../src/db/scratch';
+import { ensureConsoleBuild } from './helpers/browser';
 import type { Lanes } from './helpers/lanes';
 
 const pgAdminUrl = process.env.PARLEY_TEST_PG_URL || 'postgresql://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.PARLEY_TEST_REDIS_URL || 'redis://127.0.0.1:6379';
+const chromiumPath = process.env.PARLEY_TEST_CHROMIUM || '/usr/bin/chromium';
 const required = new Set(
   (process.env.PARLEY_TEST_REQUIRE ?? '')
     .split(',')
@@ -43,6 +46,21 @@ async function probePostgres(): Promise<string | null> {
   }
 }
 
+/** The browser lane runs when the chromium executable is there; the console is built for it if needed. */
+async function probeChromium(): Promise<string | null> {
+  try {
+    accessSync(chromiumPath, constants.X_OK);
+  } catch {
+    return `no chromium at ${chromiumPath} (apt-get install chromium, or set PARLEY_TEST_CHROMIUM)`;
+  }
+  try {
+    await ensureConsoleBuild();
+  } catch (err) {
+    return `the console does not build (${(err as Error).message})`;
+  }
+  return null;
+}
+
 async function probeRedis(): Promise<string | null> {
   const client = new Redis(redisUrl, {
     lazyConnect: true,
@@ -63,7 +81,7 @@ async function probeRedis(): Promise<string | null> {
 
 export default async function setup(project: TestProject) {
   const runId = `${Date.now().toString(36)}${process.pid.toString(36)}`;
-  const lanes: Lanes = { runId, sqlite: null, postgres: null, redis: null, skipped: {} };
+  const lanes: Lanes = { runId, sqlite: null, postgres: null, redis: null, chromium: null, skipped: {} };
   const cleanups: (() => Promise<void>)[] = [];
 
   if (restrict.length === 0 || restrict.includes('sqlite')) {
@@ -101,10 +119,16 @@ export default async function setup(project: TestProject) {
   if (redisProblem) lanes.skipped.redis = redisProblem;
   else lanes.redis = { url: redisUrl };
 
+  const chromiumProblem =
+    restrict.length && !restrict.includes('chromium') ? 'excluded by PARLEY_TEST_LANES' : await probeChromium();
+  if (chromiumProblem) lanes.skipped.chromium = chromiumProblem;
+  else lanes.chromium = { executablePath: chromiumPath };
+
   const lines = [
     `sqlite: ${lanes.sqlite ? 'runs' : `SKIPPED (${lanes.skipped.sqlite})`}`,
     `postgres: ${lanes.postgres ? `runs (${pgAdminUrl})` : `SKIPPED (${lanes.skipped.postgres})`}`,
     `redis: ${lanes.redis ? `runs (${redisUrl})` : `SKIPPED (${lanes.skipped.redis})`}`,
+    `chromium: ${lanes.chromium ? `runs (${chromiumPath})` : `SKIPPED (${lanes.skipped.chromium})`}`,
   ];
   console.log(`\nParley test lanes:\n  ${lines.join('\n  ')}\n`);
 

@@ -10,7 +10,9 @@ export interface Lanes {
   sqlite: { templateFile: string; dir: string } | null;
   postgres: { adminUrl: string; templateName: string; prefix: string } | null;
   redis: { url: string } | null;
-  skipped: Partial<Record<'sqlite' | 'postgres' | 'redis', string>>;
+  /** Debian's chromium for the console's browser tests (test/console/). */
+  chromium: { executablePath: string } | null;
+  skipped: Partial<Record<'sqlite' | 'postgres' | 'redis' | 'chromium', string>>;
 }
 
 export function lanes(): Lanes {
