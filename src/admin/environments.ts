@@ -81,3 +81,38 @@ export async function resolveEnvironments(
   }
   return resolved as { id: string; alias: string; projectId: string }[];
 }
+
+/** The order in which environments running the same agent version are preferred. */
+const versionEnvironmentPreference = ['production', 'development'];
+
+/**
+ * A runtime environment reference that may also name an agent version (the `versionID` header of
+ * the original's clients carries an alias, an environment ID or a version ID): a version of the
+ * project becomes the ID of the environment running it (production first, then development, then
+ * by alias); any other reference is returned as it is, for `resolveEnvironment` to resolve or
+ * refuse. A version no environment runs is a 404.
+ */
+export async function runtimeEnvironmentRef(
+  client: Pick<PrismaDb, 'environment' | 'agentVersion'>,
+  projectId: string,
+  ref: string | null | undefined,
+): Promise<string> {
+  const wanted = ref ?? defaultEnvironment;
+  if (!isId(wanted)) return wanted;
+  const env = await client.environment.findFirst({ where: { projectId, id: wanted }, select: { id: true } });
+  if (env) return wanted;
+  const version = await client.agentVersion.findFirst({
+    where: { id: wanted, projectId },
+    select: { deployments: { select: { environment: { select: { id: true, alias: true } } } } },
+  });
+  if (!version) return wanted;
+  const running = version.deployments.map((d) => d.environment);
+  const rank = (alias: string) => {
+    const i = versionEnvironmentPreference.indexOf(alias);
+    return i === -1 ? versionEnvironmentPreference.length : i;
+  };
+  running.sort((a, b) => rank(a.alias) - rank(b.alias) || a.alias.localeCompare(b.alias));
+  const chosen = running[0];
+  if (!chosen) throw new AppError('NOT_FOUND', `Agent version "${wanted}" is not running in any environment`);
+  return chosen.id;
+}

@@ -274,6 +274,110 @@ const runtimeRoutes: RestRoute[] = [
   },
 ];
 
+// ── Dialog Manager API (the original's; docs/dialog-manager.md) ────────────────────────────────
+// The key in `Authorization` names the project; the `versionID` header (or `?environment=`) the
+// environment alias or ID, or an agent version; default development. The same GraphQL fields as
+// the v2 routes above, so the two share turns, state, transcripts and usage.
+
+const dmUserParams = z.object({ userID: userIdSchema });
+
+const dmInteractBody = z.strictObject({
+  action: actionSchema,
+  config: requestConfigSchema.optional(),
+  /** The original's `state` of an interact request: variables merged in before the turn. */
+  state: z.strictObject({ variables: requestVariablesSchema }).optional(),
+});
+
+const dmStateVariables = ({ params, query, headers }: RestRequest<{ userID: string }, { environment?: string }>) => ({
+  userID: params.userID,
+  environment: environmentOf({ params, query, headers, body: undefined }),
+});
+
+const dialogManagerRoutes: RestRoute[] = [
+  {
+    method: 'POST',
+    path: '/state/user/:userID/interact',
+    summary:
+      'Dialog Manager API: runs a turn and answers with its traces as a JSON array; with ?verbose=true {trace, state, action}.',
+    operation: `mutation DialogInteract($userID: String!, $environment: String, $request: InteractRequestInput!, $includeState: Boolean) {
+      interact(userID: $userID, environment: $environment, request: $request, includeState: $includeState) { traces state }
+    }`,
+    params: dmUserParams,
+    query: z.object({ environment: environmentRefSchema.optional(), verbose: queryBool(false) }),
+    body: dmInteractBody,
+    variables: (req) => ({
+      userID: req.params.userID,
+      environment: environmentOf(req),
+      request: {
+        action: req.body.action,
+        variables: req.body.state?.variables ?? null,
+        config: req.body.config ?? null,
+        sessionID: null,
+      },
+      includeState: req.query.verbose,
+    }),
+    result: (data, req) =>
+      req.query.verbose
+        ? { trace: data.interact.traces, state: data.interact.state, action: req.body.action }
+        : data.interact.traces,
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/state/user/:userID',
+    summary: "Dialog Manager API: the user's state {stack, storage, variables}, or null when there is none.",
+    operation: `query DialogState($userID: String!, $environment: String) {
+      userState(userID: $userID, environment: $environment)
+    }`,
+    params: dmUserParams,
+    query: environmentQuery,
+    variables: dmStateVariables,
+    result: (data) => data.userState ?? null,
+    status: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/state/user/:userID',
+    summary: "Dialog Manager API: replaces the user's state (what GET answered is accepted); answers the state.",
+    operation: `mutation DialogReplaceState($userID: String!, $environment: String, $state: JSONObject!) {
+      replaceRuntimeState(userID: $userID, environment: $environment, state: $state)
+    }`,
+    params: dmUserParams,
+    query: environmentQuery,
+    body: stateSchema,
+    variables: (req) => ({ ...dmStateVariables(req), state: req.body }),
+    result: (data) => data.replaceRuntimeState,
+    status: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/state/user/:userID',
+    summary: "Dialog Manager API: deletes the user's state (200 also when there was none).",
+    operation: `mutation DialogDeleteState($userID: String!, $environment: String) {
+      deleteRuntimeState(userID: $userID, environment: $environment, mustExist: false)
+    }`,
+    params: dmUserParams,
+    query: environmentQuery,
+    variables: dmStateVariables,
+    result: (data) => ({ deleted: data.deleteRuntimeState }),
+    status: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/state/user/:userID/variables',
+    summary: "Dialog Manager API: merges variables into the user's state (created if needed); answers the state.",
+    operation: `mutation DialogUpdateVariables($userID: String!, $environment: String, $variables: JSONObject!) {
+      updateRuntimeVariables(userID: $userID, environment: $environment, variables: $variables)
+    }`,
+    params: dmUserParams,
+    query: environmentQuery,
+    body: requestVariablesSchema,
+    variables: (req) => ({ ...dmStateVariables(req), variables: req.body }),
+    result: (data) => data.updateRuntimeVariables,
+    status: 200,
+  },
+];
+
 // ── Usage ─────────────────────────────────────────────────────────────────────────────────────────
 
 const usageItemBase = 'period projectID environmentID count';
@@ -1046,6 +1150,7 @@ export const routes: readonly RestRoute[] = [
   ...accountRoutes,
   ...usageRoutes,
   ...runtimeRoutes,
+  ...dialogManagerRoutes,
   ...transcriptRoutes,
   ...kbRoutes,
 ];

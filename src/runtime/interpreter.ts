@@ -104,9 +104,11 @@ export async function interpretTurn(opts: InterpretOptions): Promise<InterpretRe
     stepsRun: 0,
   };
   let closed = false;
+  let endSent = false;
 
   const emit = (type: string, payload: unknown, extra: Partial<Pick<Trace, 'paths' | 'defaultPath'>> = {}) => {
     if (closed) return;
+    if (type === 'end') endSent = true;
     opts.emit({ type, payload, time: now(), ...extra });
   };
   const debug = (message: string, type?: string) =>
@@ -340,6 +342,9 @@ export async function interpretTurn(opts: InterpretOptions): Promise<InterpretRe
     }
     await runSteps();
     if (stack.length === 0) result.conversationEnded = true;
+    // A conversation that ran out of steps (or was handed off) ends with an `end` trace, as the
+    // original's does: its clients close the session on it.
+    if (result.conversationEnded && !endSent) emit('end', null);
   } catch (err) {
     const error = err instanceof Error ? err : new Error(String(err));
     result.error = error;

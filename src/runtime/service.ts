@@ -127,9 +127,15 @@ export interface Runtime {
   /** Checks what can be refused with an ordinary error (environment, published agent), then starts the turn. */
   startTurn(request: TurnRequest): Promise<TurnHandle>;
   getState(ref: StateRef): Promise<RuntimeState>;
+  /** The user's state, or null when there is none (the environment must exist). */
+  findState(ref: StateRef): Promise<RuntimeState | null>;
   putState(ref: StateRef, state: RuntimeState): Promise<RuntimeState>;
   patchVariables(ref: StateRef, variables: Record<string, unknown>): Promise<RuntimeState>;
-  deleteState(ref: StateRef): Promise<void>;
+  /**
+   * Deletes a user's state; true when there was one. Without one: a 404, or with
+   * `mustExist: false` (the Dialog Manager API's idempotent DELETE) false.
+   */
+  deleteState(ref: StateRef, opts?: { mustExist?: boolean }): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -152,6 +158,12 @@ function normalizeState(state: RuntimeState): RuntimeState {
     storage: state.storage ?? {},
     variables: state.variables ?? {},
   };
+}
+
+/** A state as given to clients: every frame names its flow as `programID` and `diagramID`. */
+function presentState(state: RuntimeState): RuntimeState {
+  const normal = normalizeState(state);
+  return { ...normal, stack: normal.stack.map((f) => ({ programID: f.diagramID, ...f })) };
 }
 
 export function createRuntime(opts: CreateRuntimeOptions): Runtime {
@@ -360,7 +372,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     }
     await settleTurn(settlementDeps, { record, debug, clientGone: () => queue.detached }, end);
     if (end.kind === 'completed' && record.stateSaved) stateAfter = end.next.state;
-    if (request.includeState) queue.push({ event: 'state', state: stateAfter ?? emptyState(), turnId });
+    if (request.includeState) queue.push({ event: 'state', state: presentState(stateAfter ?? emptyState()), turnId });
     queue.push({ event: 'end', turnId, outcome: record.outcome });
     queue.close();
     return record;
@@ -401,8 +413,15 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     async getState(ref) {
       const environment = await resolveEnvironment(db.prisma, ref.projectId, ref.environment);
       const row = await states.read(environment.id, ref.userId);
-      if (!row) throw new AppError('NOT_FOUND', `No state for user "${ref.userId}" in this environment`);
-      return normalizeState(row.state);
+      const state = row ? presentState(row.state) : null;
+      if (!state) throw new AppError('NOT_FOUND', `No state for user "${ref.userId}" in this environment`);
+      return state;
+    },
+
+    async findState(ref) {
+      const environment = await resolveEnvironment(db.prisma, ref.projectId, ref.environment);
+      const row = await states.read(environment.id, ref.userId);
+      return row ? presentState(row.state) : null;
     },
 
     putState(ref, state) {
@@ -414,7 +433,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
           agentVersionId: await currentVersionId(environmentId),
         });
         if (!saved) throw new AppError('CONFLICT', 'The state changed while it was being written; try again');
-        return next;
+        return presentState(next);
       });
     },
 
@@ -428,13 +447,16 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
           agentVersionId: lease.row?.agentVersionId ?? (await currentVersionId(environmentId)),
         });
         if (!saved) throw new AppError('CONFLICT', 'The state changed while it was being written; try again');
-        return next;
+        return presentState(next);
       });
     },
 
-    async deleteState(ref) {
+    async deleteState(ref, opts = {}) {
       const removed = await withState(ref, (lease) => states.remove(lease));
-      if (!removed) throw new AppError('NOT_FOUND', `No state for user "${ref.userId}" in this environment`);
+      if (!removed && opts.mustExist !== false) {
+        throw new AppError('NOT_FOUND', `No state for user "${ref.userId}" in this environment`);
+      }
+      return Boolean(removed);
     },
 
     async close() {

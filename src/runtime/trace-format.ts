@@ -1,3 +1,4 @@
+import { newId } from '../lib/ids';
 import type { Trace } from './types';
 
 /**
@@ -30,6 +31,23 @@ export interface TraceFormatter {
   push(trace: Trace): OutputTrace[];
 }
 
+/**
+ * The original's rich-text object for a message: `{id, content}` with one paragraph
+ * (`{children: [{text}]}`) per line. Its clients (the web chat widget among them) render
+ * `payload.slate` and drop a text trace without it.
+ */
+export function slateOf(message: string): { id: string; content: { children: { text: string }[] }[] } {
+  return { id: newId(), content: message.split('\n').map((text) => ({ children: [{ text }] })) };
+}
+
+/** A client-facing `text` trace's payload: the message with its `slate` beside it. */
+function withSlate(trace: OutputTrace): OutputTrace {
+  if (trace.type !== 'text' || !trace.payload || typeof trace.payload !== 'object') return trace;
+  const payload = trace.payload as Record<string, unknown>;
+  if (payload.slate !== undefined || typeof payload.message !== 'string') return trace;
+  return { ...trace, payload: { slate: slateOf(payload.message), ...payload } };
+}
+
 /** The types the non-stream endpoint leaves out unless asked (RUNTIME-NOTES.md). */
 export const nonStreamDefaultExcludes = ['block', 'debug', 'flow'] as const;
 
@@ -53,7 +71,10 @@ export function createTraceFormatter(
   let betaStarted = false;
   let model: string | undefined;
 
-  const finish = (traces: OutputTrace[]): OutputTrace[] => traces.filter((t) => !excluded.has(t.type));
+  // Every client-facing text trace carries the original's full payload (`slate` beside `message`);
+  // the turn record keeps the canonical payload.
+  const finish = (traces: OutputTrace[]): OutputTrace[] =>
+    traces.filter((t) => !excluded.has(t.type)).map((t) => (profile === 'record' ? t : withSlate(t)));
 
   const withTime = (trace: Trace): OutputTrace => {
     const out: OutputTrace = { type: trace.type, payload: trace.payload, time: trace.time };

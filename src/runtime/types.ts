@@ -26,6 +26,11 @@ export interface RuntimeAction {
 
 /** One entry of the conversation stack: a flow being run and the step to continue at. */
 export interface StackFrame {
+  /**
+   * Only in states given out (src/runtime/service.ts `presentState`): the flow's ID again, as the
+   * original's state frames carry both. Not stored; a state put back with it is accepted.
+   */
+  programID?: string;
   /** The flow's ID. */
   diagramID: string;
   /** The step to run (or, when `storage.waiting` is set, the step waiting for the user). */

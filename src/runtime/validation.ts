@@ -91,12 +91,19 @@ export type RequestConfig = z.infer<typeof requestConfigSchema>;
 export const stateSchema = z.strictObject({
   stack: z
     .array(
-      z.strictObject({
-        diagramID: z.string().min(1).max(64),
-        nodeID: z.string().min(1).max(64).nullable(),
-        variables: z.record(z.string(), z.json()).optional(),
-        storage: z.record(z.string(), z.json()).optional(),
-      }),
+      z
+        .strictObject({
+          /** The original's frames name the flow twice; Parley's states given out do too. */
+          programID: z.string().min(1).max(64).optional(),
+          diagramID: z.string().min(1).max(64),
+          nodeID: z.string().min(1).max(64).nullable(),
+          variables: z.record(z.string(), z.json()).optional(),
+          storage: z.record(z.string(), z.json()).optional(),
+        })
+        .refine((f) => f.programID === undefined || f.programID === f.diagramID, {
+          message: 'must equal diagramID (both name the flow)',
+          path: ['programID'],
+        }),
     )
     .max(64),
   storage: z.record(z.string(), z.json()).optional(),

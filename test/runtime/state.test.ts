@@ -65,7 +65,9 @@ describeEachDatabase('runtime state', (provider) => {
     const got = await t.app.http('GET', base, { key: p.apiKey });
     expect(got.status).toBe(200);
     expect(got.body.variables).toMatchObject({ count: 1, user_id: 'user one' });
-    expect(got.body.stack).toEqual([{ diagramID: 'main', nodeID: 'ask', variables: {}, storage: { waiting: true } }]);
+    expect(got.body.stack).toEqual([
+      { programID: 'main', diagramID: 'main', nodeID: 'ask', variables: {}, storage: { waiting: true } },
+    ]);
 
     const patched = await t.app.http('PATCH', `${base}/variables`, {
       key: p.apiKey,
@@ -85,7 +87,7 @@ describeEachDatabase('runtime state', (provider) => {
     });
     expect(replaced.status).toBe(200);
     expect(replaced.body).toEqual({
-      stack: [{ diagramID: 'main', nodeID: 'say', variables: {}, storage: {} }],
+      stack: [{ programID: 'main', diagramID: 'main', nodeID: 'say', variables: {}, storage: {} }],
       storage: {},
       variables: { count: 7, seen: [] },
     });

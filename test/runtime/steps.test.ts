@@ -84,7 +84,14 @@ describeEachDatabase('runtime steps', (provider) => {
     );
     const traces = await a.turn({ type: 'launch' });
     const [first, second] = traces.filter((tr) => tr.type === 'text');
-    expect(first!.payload).toEqual({ message: 'Order packed with 3 items, .' });
+    expect(first!.payload).toEqual({
+      message: 'Order packed with 3 items, .',
+      // The original's rich-text object, which its clients render (docs/dialog-manager.md).
+      slate: {
+        id: expect.stringMatching(/^[0-9a-f]{24}$/),
+        content: [{ children: [{ text: 'Order packed with 3 items, .' }] }],
+      },
+    });
     expect(['one', 'two', 'three']).toContain(second!.payload!.message);
     expect(second!.payload!.delay).toBe(250);
   });
@@ -571,7 +578,8 @@ describeEachDatabase('runtime steps', (provider) => {
       { variables: [{ name: 'name', default: 'Rae' }] },
     );
     const traces = await a.turn({ type: 'launch' });
-    expect(traces.map((tr) => tr.type)).toEqual(['text', 'live-agent-handoff']);
+    // The conversation ended, so the turn closes with an end trace.
+    expect(traces.map((tr) => tr.type)).toEqual(['text', 'live-agent-handoff', 'end']);
     expect(traces[1]!.payload).toEqual({ queue: 'support', customer: 'Rae', priority: 2 });
     expect((await a.state()).stack).toEqual([]);
   });
@@ -610,7 +618,7 @@ describeEachDatabase('runtime steps', (provider) => {
     expect(texts(resumed)).toEqual(['Paid: r-9']);
     // With stopTypes that do not name it, the turn goes on along the default path.
     const through = await a.turn({ type: 'launch' }, { config: { ...verbose, stopTypes: ['something_else'] } });
-    expect(through.map((tr) => tr.type)).toEqual(['open_checkout', 'path', 'text']);
+    expect(through.map((tr) => tr.type)).toEqual(['open_checkout', 'path', 'text', 'end']);
     expect(texts(through)).toEqual(['Cancelled']);
   });
 

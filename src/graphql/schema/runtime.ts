@@ -1,3 +1,4 @@
+import { runtimeEnvironmentRef } from '../../admin/environments';
 import { idSchema } from '../../admin/validation';
 import { actorOf } from '../../auth/principal';
 import type { TurnEvent, TurnRequest } from '../../runtime/service';
@@ -14,7 +15,7 @@ import {
   stateSchema,
   userIdSchema,
 } from '../../runtime/validation';
-import { requireOwned, requireProject } from '../access';
+import { requireOwned, requireProject, requireProjectOrKeyProject } from '../access';
 import { builder } from '../builder';
 import type { Context } from '../context';
 import { EnvironmentType } from './admin';
@@ -196,10 +197,16 @@ const InteractEventType = builder.objectRef<InteractEventShape>('InteractEvent')
 });
 
 const InteractResultType = builder
-  .objectRef<{ turnID: string; traces: OutputTrace[]; outcome: string }>('InteractResult')
+  .objectRef<{ turnID: string; traces: OutputTrace[]; outcome: string; state: RuntimeState | null }>('InteractResult')
   .implement({
     fields: (t) => ({
       turnID: t.exposeID('turnID'),
+      state: t.field({
+        type: 'JSONObject',
+        nullable: true,
+        description: 'With includeState: the user state after the turn.',
+        resolve: (r) => r.state as unknown as Record<string, unknown> | null,
+      }),
       traces: t.field({
         type: ['JSONObject'],
         resolve: (r) => r.traces as unknown as Record<string, unknown>[],
@@ -242,18 +249,32 @@ function turnRequest(
   };
 }
 
+const projectArgDescription = 'Absent: the project of a project key (the Dialog Manager API names none).';
+
 const stateArgs = builder.args((t) => ({
-  projectID: t.id({ required: true }),
+  projectID: t.id({ description: projectArgDescription }),
   userID: t.string({ required: true, validate: userIdSchema }),
   environment: t.string({ defaultValue: 'development', validate: environmentRefSchema }),
 }));
 
+/**
+ * The project and environment a runtime call works on: the named project (or the key's), and the
+ * environment reference, which may also name an agent version (src/admin/environments.ts).
+ */
+async function runtimeTarget(ctx: Context, projectID: string | number | null | undefined, environment?: string | null) {
+  const project = await requireProjectOrKeyProject(
+    ctx,
+    projectID === null || projectID === undefined ? null : String(projectID),
+  );
+  return { project, environment: await runtimeEnvironmentRef(ctx.services.db.prisma, project.id, environment) };
+}
+
 async function stateRef(
   ctx: Context,
-  args: { projectID: string | number; userID: string; environment?: string | null },
+  args: { projectID?: string | number | null; userID: string; environment?: string | null },
 ) {
-  const project = await requireProject(ctx, String(args.projectID));
-  return { projectId: project.id, environment: args.environment ?? 'development', userId: args.userID };
+  const { project, environment } = await runtimeTarget(ctx, args.projectID, args.environment);
+  return { projectId: project.id, environment, userId: args.userID };
 }
 
 builder.queryFields((t) => ({
@@ -312,6 +333,15 @@ builder.queryFields((t) => ({
     resolve: async (_root, args, ctx) =>
       (await ctx.services.runtime.getState(await stateRef(ctx, args))) as unknown as Record<string, unknown>,
   }),
+  userState: t.field({
+    type: 'JSONObject',
+    nullable: true,
+    description: "A user's conversation state, or null when the user has none (the Dialog Manager API's GET).",
+    authScopes: { scope: 'runtime:interact' },
+    args: stateArgs,
+    resolve: async (_root, args, ctx) =>
+      (await ctx.services.runtime.findState(await stateRef(ctx, args))) as unknown as Record<string, unknown> | null,
+  }),
 }));
 
 builder.mutationFields((t) => ({
@@ -360,27 +390,33 @@ builder.mutationFields((t) => ({
       'Runs one turn and returns its traces (completion pieces merged into one text trace; block, debug and flow left out unless config.excludeTypes says otherwise).',
     authScopes: { scope: 'runtime:interact' },
     args: {
-      projectID: t.arg.id({ required: true }),
+      projectID: t.arg.id({ description: projectArgDescription }),
       userID: t.arg.string({ required: true, validate: userIdSchema }),
-      environment: t.arg.string({ defaultValue: 'development', validate: environmentRefSchema }),
+      environment: t.arg.string({
+        defaultValue: 'development',
+        validate: environmentRefSchema,
+        description: 'An environment alias or ID, or an agent version (run by the environment running it).',
+      }),
       request: t.arg({ type: InteractRequestInput, required: true }),
+      includeState: t.arg.boolean({ defaultValue: false, description: 'Answer the user state after the turn too.' }),
     },
     resolve: async (_root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID));
+      const { project, environment } = await runtimeTarget(ctx, args.projectID, args.environment);
       const handle = await ctx.services.runtime.startTurn(
-        turnRequest(
-          { projectID: project.id, userID: args.userID, environment: args.environment ?? 'development' },
-          args.request as InteractRequestValue,
-          { profile: 'non-stream', includeState: false },
-        ),
+        turnRequest({ projectID: project.id, userID: args.userID, environment }, args.request as InteractRequestValue, {
+          profile: 'non-stream',
+          includeState: args.includeState ?? false,
+        }),
       );
       const traces: OutputTrace[] = [];
       let outcome: TurnRecord['outcome'] = 'failed';
+      let state: RuntimeState | null = null;
       for await (const event of handle.events) {
         if (event.event === 'trace') traces.push(event.trace);
+        if (event.event === 'state') state = event.state;
         if (event.event === 'end') outcome = event.outcome;
       }
-      return { turnID: handle.turnId, traces, outcome };
+      return { turnID: handle.turnId, traces, outcome, state };
     },
   }),
   replaceRuntimeState: t.field({
@@ -409,13 +445,12 @@ builder.mutationFields((t) => ({
       >,
   }),
   deleteRuntimeState: t.boolean({
-    description: "Deletes a user's state: the next turn starts a new conversation.",
+    description:
+      "Deletes a user's state: the next turn starts a new conversation. True when there was one; without one a NOT_FOUND error, or false with mustExist: false.",
     authScopes: { scope: 'runtime:interact' },
-    args: stateArgs,
-    resolve: async (_root, args, ctx) => {
-      await ctx.services.runtime.deleteState(await stateRef(ctx, args));
-      return true;
-    },
+    args: { ...stateArgs, mustExist: t.arg.boolean({ defaultValue: true }) },
+    resolve: async (_root, args, ctx) =>
+      ctx.services.runtime.deleteState(await stateRef(ctx, args), { mustExist: args.mustExist ?? true }),
   }),
 }));
 
@@ -439,14 +474,13 @@ builder.subscriptionField('interact', (t) =>
     },
     // Everything that can be refused is checked here, before any event: errors are ordinary errors.
     subscribe: async (_root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID));
+      const { project, environment } = await runtimeTarget(ctx, args.projectID, args.environment);
       const profile = args.format === 'BETA' ? 'beta' : args.completionEvents ? 'v2-completion-events' : 'v2';
       const handle = await ctx.services.runtime.startTurn(
-        turnRequest(
-          { projectID: project.id, userID: args.userID, environment: args.environment ?? 'development' },
-          args.request as InteractRequestValue,
-          { profile, includeState: args.includeState ?? false },
-        ),
+        turnRequest({ projectID: project.id, userID: args.userID, environment }, args.request as InteractRequestValue, {
+          profile,
+          includeState: args.includeState ?? false,
+        }),
       );
       return handle.events;
     },
