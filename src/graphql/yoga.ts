@@ -1,10 +1,10 @@
-import { useGraphQLSSE } from '@graphql-yoga/plugin-graphql-sse';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { opsGraphqlPlugins } from '../ops/graphql';
 import type { AppServices } from '../services';
 import { setUnusedQueryPolicy } from './builder';
 import { type Context, createContext } from './context';
 import { useErrorShaping, useHttpStatusInErrorExtensions } from './errors';
+import { useGraphQLSSESingleConnection } from './graphql-sse';
 import { schema } from './schema';
 
 export type ParleyYoga = YogaServerInstance<Record<string, unknown>, Context>;
@@ -31,7 +31,7 @@ export function createParleyYoga(services: AppServices): ParleyYoga {
     plugins: [
       useErrorShaping(),
       useHttpStatusInErrorExtensions(),
-      useGraphQLSSE({ endpoint: graphqlSseEndpoint }),
+      useGraphQLSSESingleConnection({ endpoint: graphqlSseEndpoint }),
       ...opsGraphqlPlugins(services, { streamEndpoint: graphqlSseEndpoint }),
     ],
     logging: {
