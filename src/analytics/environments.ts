@@ -3,13 +3,16 @@ import { AppError, type ErrorDetail } from '../lib/errors';
 
 /**
  * Resolves `projectEnvironmentIDOrAlias` (IDs or aliases, DECISIONS.md §1) to environment IDs of
- * the project; null stays null (every environment). A name the project does not have is a 404, so
- * a typo is not mistaken for "no usage".
+ * the project; null stays null (every environment). An environment ID of a project the caller does
+ * not reach is a 401, as a foreign `projectID` is (SPEC.md "Errors": a usage query whose key lacks
+ * permission for some of the requested resources); any other name the project does not have is a
+ * 404, so a typo is not mistaken for "no usage".
  */
 export async function resolveEnvironmentFilter(
   db: Db,
   projectId: string,
   idsOrAliases: readonly string[] | null,
+  reaches: (project: { id: string; workspaceId: string }) => boolean,
 ): Promise<string[] | null> {
   if (idsOrAliases === null) return null;
   const wanted = [...new Set(idsOrAliases)];
@@ -19,6 +22,19 @@ export async function resolveEnvironmentFilter(
   });
   const missing = wanted.filter((w) => !found.some((e) => e.id === w || e.alias === w));
   if (missing.length) {
+    const elsewhere = await db.prisma.environment.findMany({
+      where: { id: { in: missing } },
+      select: { id: true, project: { select: { id: true, workspaceId: true } } },
+    });
+    const foreign = elsewhere.filter((e) => !reaches(e.project)).map((e) => e.id);
+    if (foreign.length) {
+      throw new AppError('FORBIDDEN', `This API key does not have access to environment "${foreign[0]}".`, {
+        details: foreign.map((id) => ({
+          path: 'filter.projectEnvironmentIDOrAlias',
+          message: `this API key does not have access to environment "${id}"`,
+        })),
+      });
+    }
     throw new AppError('NOT_FOUND', `The project has no environment "${missing[0]}"`, {
       details: missing.map((m) => ({
         path: 'filter.projectEnvironmentIDOrAlias',

@@ -9,6 +9,7 @@ import { AppError, type ErrorDetail, issuesToDetails, summarizeDetails } from '.
 import type { Logger } from '../lib/logger';
 import { sendError } from './errors';
 import { readMultipart } from './multipart';
+import { foldBracketLists } from './params';
 import { openSseStream, type SseFraming, type SseMessage } from './sse';
 
 /** A REST request after its path, query and body passed their schemas. */
@@ -283,7 +284,7 @@ export function createRestRouter(opts: RestRouterOptions): Router {
           sendError(res, 400, 'VALIDATION_FAILED', summarizeDetails(params.details), { details: params.details });
           return;
         }
-        const query = parseWith(route.query, { ...(req.query as Record<string, unknown>) });
+        const query = parseWith(route.query, foldBracketLists({ ...(req.query as Record<string, unknown>) }));
         if (!query.ok) {
           sendError(res, 400, 'VALIDATION_FAILED', summarizeDetails(query.details), { details: query.details });
           return;

@@ -32,6 +32,7 @@ import {
   appendLogsBody,
   createPropertyBody,
   createTranscriptBody,
+  customTraceTypesSchema,
   searchCriteriaSchema,
   setPropertyValueBody,
   setRedactionPatternsBody,
@@ -97,7 +98,8 @@ function environmentOf(req: RestRequest<unknown, { environment?: string }>): str
   return req.query.environment ?? (typeof header === 'string' && header ? header : 'development');
 }
 
-const interactBody = z.strictObject({
+/** SPEC.md does not close the runtime bodies: members Parley does not read are ignored. */
+const interactBody = z.object({
   action: actionSchema,
   variables: requestVariablesSchema.optional(),
   config: requestConfigSchema.optional(),
@@ -173,9 +175,9 @@ const runtimeRoutes: RestRoute[] = [
     summary: 'Runs a turn and streams its traces, with completion events (beta).',
     operation: interactSubscription('BETA'),
     params: z.object({ projectID: pathId('project'), environment: environmentRefSchema }),
-    body: z.strictObject({
+    body: z.object({
       action: actionSchema,
-      session: z.strictObject({ userID: userIdSchema, sessionID: sessionIdSchema }),
+      session: z.object({ userID: userIdSchema, sessionID: sessionIdSchema }),
       variables: requestVariablesSchema.optional(),
       config: requestConfigSchema.optional(),
     }),
@@ -437,7 +439,7 @@ const transcriptRoutes: RestRoute[] = [
     query: z.object({
       unredacted: queryBool(false),
       filterConversation: queryBool(false),
-      customTraceTypes: queryStringList(),
+      customTraceTypes: queryStringList(customTraceTypesSchema),
       encode: queryBool(false),
     }),
     variables: ({ params, query }) => ({

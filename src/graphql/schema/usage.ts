@@ -25,6 +25,7 @@ import {
   usageRangeSchema,
   usageSeriesArgsSchema,
 } from '../../analytics/validation';
+import { reachesProject } from '../../auth/principal';
 import { AppError } from '../../lib/errors';
 import type { UsageCountersPayload } from '../../lib/pubsub';
 import { requireProject } from '../access';
@@ -333,7 +334,9 @@ const UsageCountersUpdateType = builder.objectRef<UsageCountersPayload>('UsageCo
  */
 async function usageProject(ctx: Context, projectID: string, environments: string[] | null) {
   const project = await requireProject(ctx, projectID, 'analytics:read', { denyAs: 'unauthorized' });
-  const environmentIds = await resolveEnvironmentFilter(ctx.services.db, project.id, environments);
+  const environmentIds = await resolveEnvironmentFilter(ctx.services.db, project.id, environments, (other) =>
+    reachesProject(ctx.principal, other),
+  );
   return { projectId: project.id, environmentIds };
 }
 
