@@ -105,14 +105,18 @@ export const queueEvaluationsBody = z.object({
   transcriptIDs: z.array(idSchema).min(1).max(100),
 });
 
+/**
+ * The original's estimate body: search criteria plus `evaluationIDs`, no `projectID` (the project is
+ * the evaluations'). One sent anyway must be theirs.
+ */
 export const estimateEvaluationsBody = searchCriteriaSchema.extend({
-  projectID: idSchema,
+  projectID: idSchema.optional(),
   evaluationIDs: z.array(idSchema).min(1).max(10),
 });
 
 /** The GraphQL form of the estimate: the search criteria nested under `criteria`. */
 export const estimateEvaluationsInput = z.strictObject({
-  projectID: idSchema,
+  projectID: idSchema.nullish(),
   evaluationIDs: z.array(idSchema).min(1).max(10),
   criteria: searchCriteriaSchema.nullish(),
 });

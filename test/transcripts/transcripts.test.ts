@@ -340,7 +340,7 @@ describeEachDatabase('transcripts over REST', (provider) => {
       where: { projectId: p.projectID, queue: 'evaluation' },
     });
     expect(jobs).toHaveLength(2);
-    const got = await t.app.http('GET', `/v1/transcript/${id}`, { key: p.apiKey });
+    const got = await t.app.http('GET', `/v1/transcript/${id}`, { key: p.apiKey, query: { allEvaluations: 'true' } });
     expect(got.body.transcript.endedAt).toBe(end.body.endedAt);
     expect(got.body.transcript.evaluations.map((e: { name: string; status: string }) => [e.name, e.status])).toEqual([
       ['a', 'pending'],
