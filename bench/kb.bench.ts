@@ -73,7 +73,7 @@ function metadataOf(i: number, rand: () => number): Record<string, unknown> {
 }
 
 /** Loads `count` chunks into one document with SQL (the full-text triggers index them). */
-async function loadChunks(db: Db, projectId: string, count: number): Promise<void> {
+export async function loadChunks(db: Db, projectId: string, count: number): Promise<void> {
   const documentId = newId();
   await db.prisma.kbDocument.create({
     data: { id: documentId, projectId, kind: 'table', type: 'table', name: 'bench', metadata: {}, status: 'SUCCESS' },

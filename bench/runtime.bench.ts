@@ -34,7 +34,7 @@ const twoSteps = {
   ],
 };
 
-const fiveSteps = {
+export const fiveSteps = {
   name: 'Five steps',
   startFlow: 'main',
   variables: [{ name: 'n', default: 0 }],

@@ -1,8 +1,8 @@
 import { request } from 'node:http';
 import { createApiKey } from '../src/admin/service';
-import { hourMs } from '../src/analytics/metrics';
 import { queryUsage, type UsageQuery, type UsageResult } from '../src/analytics/query';
 import { queryUsageFromEvents } from '../src/analytics/raw-events';
+import { hourMs } from '../src/analytics/usage-metrics';
 import type { BenchSuite, LatencySummary } from './lib';
 import { fmt, printTable, startBenchServer, timeIt } from './lib';
 
@@ -19,7 +19,7 @@ const batchSize = 1000;
 const inFlight = 4;
 
 /** A small seeded generator, so every run ingests the same events. */
-function random(seed: number): () => number {
+export function random(seed: number): () => number {
   let s = seed >>> 0;
   return () => {
     s = (s + 0x6d2b79f5) >>> 0;
@@ -37,7 +37,7 @@ const models = ['gpt-4o', 'gpt-4o-mini', 'claude-sonnet'];
  * One batch of a support agent's traffic, dated within [from, from + span): mostly interactions,
  * some of every other kind.
  */
-function batch(projectID: string, from: number, span: number, rnd: () => number): unknown[] {
+export function batch(projectID: string, from: number, span: number, rnd: () => number): unknown[] {
   const events: unknown[] = [];
   for (let i = 0; i < batchSize; i++) {
     const timestamp = new Date(from + Math.floor(rnd() * span)).toISOString();
@@ -81,7 +81,7 @@ function batch(projectID: string, from: number, span: number, rnd: () => number)
  * POST as JSON on a connection of its own. A pooled keep-alive connection can be closed by the
  * server just as the client reuses it (ECONNRESET), which would end a long run for nothing.
  */
-function post(url: string, key: string, body: unknown): Promise<unknown> {
+export function post(url: string, key: string, body: unknown): Promise<unknown> {
   const payload = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = request(

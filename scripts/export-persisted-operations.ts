@@ -4,7 +4,7 @@
  * arguments, their operations (same format, or an array of documents) are merged in: a deployment
  * that sets GRAPHQL_PERSISTED_ONLY=true starts from this and adds its clients' documents.
  */
-import { loadPersistedOperations, restPersistedOperations } from '../src/ops/graphql-protection';
+import { loadPersistedOperations, restPersistedOperations } from '../src/graphql/plugins/protection';
 import { routes } from '../src/rest/routes';
 
 const operations: Record<string, string> = restPersistedOperations(routes);

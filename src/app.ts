@@ -1,7 +1,8 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { requestIdFrom } from './graphql/context';
 import { createParleyYoga, type ParleyYoga } from './graphql/yoga';
-import { opsRateLimit, useOpsMiddleware } from './ops/app';
+import { edgeRateLimit, useEdgeMiddleware } from './http/edge';
+import { fieldGroupsOf } from './ops/route-groups';
 import { createRestRouter } from './rest/adapter';
 import { sendError } from './rest/errors';
 import { routes } from './rest/routes';
@@ -21,10 +22,15 @@ interface BodyParserError extends Error {
   limit?: number;
 }
 
-/** Builds the HTTP application: health checks, GraphQL (Yoga) and the REST adapter. Never listens. */
+/**
+ * Builds the HTTP application: health checks, GraphQL (Yoga) and the REST adapter. Never listens.
+ * This is the composition root: the one place that knows the REST route table, the GraphQL
+ * pipeline and the HTTP edge together, and hands each what it needs of the others.
+ */
 export function buildApp(services: AppServices): ParleyApp {
   const { config, logger } = services;
-  const yoga = createParleyYoga(services);
+  // An operation over /graphql spends from the budget of the REST route that runs the same fields.
+  const yoga = createParleyYoga(services, { fieldGroups: fieldGroupsOf(routes) });
   const app = express();
   let draining = false;
 
@@ -32,7 +38,7 @@ export function buildApp(services: AppServices): ParleyApp {
   app.set('query parser', 'simple');
   app.set('trust proxy', config.TRUST_PROXY);
   // Spans, metrics, CORS, security headers and GET /metrics (docs/operations.md).
-  useOpsMiddleware(app, services, yoga.graphqlEndpoint);
+  useEdgeMiddleware(app, services, { graphqlEndpoint: yoga.graphqlEndpoint, routes });
 
   // A request ID on every request and response; the caller's own when it sends a sane one.
   app.use((req: Request, res: Response, next: NextFunction) => {
@@ -77,7 +83,7 @@ export function buildApp(services: AppServices): ParleyApp {
     }
   });
 
-  app.use(opsRateLimit(services, yoga.graphqlEndpoint));
+  app.use(edgeRateLimit(services, yoga.graphqlEndpoint));
 
   // GraphQL: the body is read here, counting bytes as they arrive, so the limit holds for chunked
   // bodies too (Content-Length alone can be left out); Yoga then uses the buffer as it is. A

@@ -1,8 +1,10 @@
-import { recordUsageEvents } from './analytics/recorder';
+import { recordUsageEvents } from './analytics/usage-event-writer';
+import { createUsageTurnRecorder } from './analytics/usage-turn-recorder';
 import { type Authenticator, createAuthenticator } from './auth/authenticate';
 import { createDb, type Db } from './db/client';
 import { applyMigrations } from './db/migrate';
 import type { Config } from './env';
+import { registerEvaluationJobs } from './evaluations/jobs';
 import { createJobRunner, type JobRunner } from './jobs/runner';
 import { KB_INGEST_QUEUE } from './kb/documents';
 import { createKbEmbedHandler, KB_EMBED_QUEUE, requestEmbeddingSweep } from './kb/embeddings';
@@ -15,14 +17,13 @@ import { createOutboundFetch } from './lib/outbound-http';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
 import { createLlmProvider, type LlmProvider } from './llm';
 import { createOps, instrumentJobs, instrumentLlm, type Ops, observeTurn } from './ops';
-import { combineTurnRecorders, createLoggingTurnRecorder, type TurnRecorder } from './runtime/recorder';
 import { createRuntime, type Runtime } from './runtime/service';
 import type { AnyStepType } from './runtime/steps/step-type';
 import { createTurnRecordJobHandler, TURN_RECORD_QUEUE } from './runtime/turn-outbox';
-import { createUsageTurnRecorder } from './runtime/usage-recorder';
+import { combineTurnRecorders, createLoggingTurnRecorder, type TurnRecorder } from './runtime/turn-record';
 import { registerTranscriptJobs, transcriptRecurringJobs } from './transcripts/jobs';
 import { retentionMsOf } from './transcripts/service';
-import { createTranscriptTurnRecorder } from './transcripts/turn-recorder';
+import { createTranscriptTurnRecorder } from './transcripts/transcript-turn-recorder';
 
 /**
  * The long-lived parts of one Parley instance, built once by `createServices` and handed to the
@@ -183,7 +184,8 @@ export async function createServices(config: Config, opts: CreateServicesOptions
       sandboxWorkers: config.RUNTIME_SANDBOX_WORKERS,
     },
   });
-  registerTranscriptJobs(jobs, { db, pubsub, llm, logger: logger.child({ component: 'evaluations' }) });
+  registerEvaluationJobs(jobs, { db, pubsub, llm, logger: logger.child({ component: 'evaluations' }) });
+  registerTranscriptJobs(jobs, { db, logger: logger.child({ component: 'transcripts' }) });
   // Knowledge-base URL uploads fetch addresses that users choose: the same guard as API steps.
   const kbFetch = createOutboundFetch({
     allowPrivate: config.KB_ALLOW_PRIVATE_URLS,

@@ -1,6 +1,6 @@
 import { defaultKeyScopes, formatScopes, generateApiKey, parseScopes, type Scope } from '../auth/keys';
 import type { Db } from '../db/client';
-import { AppError, conflict, notFound } from '../lib/errors';
+import { conflict, notFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { AppPubSub, AuditEventPayload } from '../lib/pubsub';
 
@@ -279,16 +279,4 @@ export async function createEnvironment(deps: AdminDeps, input: { projectId: str
   });
   publishAudit(deps, events);
   return environment;
-}
-
-/**
- * The environment of a project named by ID or alias (DECISIONS.md §1). Throws 404 when the
- * project has no such environment.
- */
-export async function resolveEnvironment(db: Db, projectId: string, idOrAlias: string) {
-  const env = await db.prisma.environment.findFirst({
-    where: { projectId, OR: [{ id: idOrAlias }, { alias: idOrAlias }] },
-  });
-  if (!env) throw new AppError('NOT_FOUND', `The project has no environment "${idOrAlias}"`);
-  return env;
 }

@@ -1,9 +1,9 @@
 import type { Db } from '../db/client';
 import { Prisma } from '../generated/sqlite/client';
 import { AppError } from '../lib/errors';
-import { hourMs, type UsageQueryName, usageQueryNames } from './metrics';
 import { firstHourFrom, rollupWhere } from './query';
 import { bucketBoundaries, type Granularity } from './time-buckets';
+import { hourMs, type UsageQueryName, usageQueryNames } from './usage-metrics';
 
 /**
  * What a dashboard needs beyond the REST shape: totals over a range and zero-filled time series.

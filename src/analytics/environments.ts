@@ -1,5 +1,6 @@
+import { resolveEnvironments } from '../admin/environments';
 import type { Db } from '../db/client';
-import { AppError, type ErrorDetail } from '../lib/errors';
+import { AppError } from '../lib/errors';
 
 /**
  * Resolves `projectEnvironmentIDOrAlias` (IDs or aliases, DECISIONS.md §1) to environment IDs of
@@ -16,14 +17,18 @@ export async function resolveEnvironmentFilter(
 ): Promise<string[] | null> {
   if (idsOrAliases === null) return null;
   const wanted = [...new Set(idsOrAliases)];
-  const found = await db.prisma.environment.findMany({
-    where: { projectId, OR: [{ id: { in: wanted } }, { alias: { in: wanted } }] },
-    select: { id: true, alias: true },
-  });
-  const missing = wanted.filter((w) => !found.some((e) => e.id === w || e.alias === w));
-  if (missing.length) {
+  try {
+    const found = await resolveEnvironments(
+      db.prisma,
+      wanted.map((ref) => ({ projectId, ref })),
+      () => 'filter.projectEnvironmentIDOrAlias',
+    );
+    return [...new Set(found.map((e) => e.id))].sort();
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== 'NOT_FOUND') throw err;
+    // An environment ID of a project the caller does not reach is a permission problem, not a typo.
     const elsewhere = await db.prisma.environment.findMany({
-      where: { id: { in: missing } },
+      where: { id: { in: wanted }, projectId: { not: projectId } },
       select: { id: true, project: { select: { id: true, workspaceId: true } } },
     });
     const foreign = elsewhere.filter((e) => !reaches(e.project)).map((e) => e.id);
@@ -35,14 +40,8 @@ export async function resolveEnvironmentFilter(
         })),
       });
     }
-    throw new AppError('NOT_FOUND', `The project has no environment "${missing[0]}"`, {
-      details: missing.map((m) => ({
-        path: 'filter.projectEnvironmentIDOrAlias',
-        message: `the project has no environment "${m}"`,
-      })),
-    });
+    throw err;
   }
-  return [...new Set(found.map((e) => e.id))].sort();
 }
 
 /**
@@ -54,26 +53,10 @@ export async function resolveEventEnvironments(
   events: readonly { projectId: string; environment: string }[],
   pathOf: (index: number) => string,
 ): Promise<string[]> {
-  const projectIds = [...new Set(events.map((e) => e.projectId))];
-  const environments = await db.prisma.environment.findMany({
-    where: { projectId: { in: projectIds } },
-    select: { id: true, alias: true, projectId: true },
-  });
-  const byProject = new Map<string, Map<string, string>>();
-  for (const env of environments) {
-    const names = byProject.get(env.projectId) ?? new Map<string, string>();
-    names.set(env.id, env.id);
-    names.set(env.alias, env.id);
-    byProject.set(env.projectId, names);
-  }
-  const problems: ErrorDetail[] = [];
-  const ids = events.map((e, index) => {
-    const id = byProject.get(e.projectId)?.get(e.environment);
-    if (!id) problems.push({ path: pathOf(index), message: `the project has no environment "${e.environment}"` });
-    return id ?? '';
-  });
-  if (problems.length) {
-    throw new AppError('NOT_FOUND', `${problems[0]!.path}: ${problems[0]!.message}`, { details: problems });
-  }
-  return ids;
+  const found = await resolveEnvironments(
+    db.prisma,
+    events.map((e) => ({ projectId: e.projectId, ref: e.environment })),
+    pathOf,
+  );
+  return found.map((e) => e.id);
 }

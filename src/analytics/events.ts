@@ -8,10 +8,10 @@ import {
   hourOf,
   type UsageDimensions,
   type UsageEventKind,
-} from './metrics';
+} from './usage-metrics';
 
 /**
- * A usage event as the recorder takes it (docs/usage.md "Recording events"). The runtime,
+ * A usage event as the usage event writer (./usage-event-writer.ts) takes it (docs/usage.md "Recording events"). The runtime,
  * evaluations and the knowledge base build these with resolved IDs; ingestion builds them from
  * the JSON of `POST /v1/usage/events`.
  */
@@ -50,7 +50,7 @@ export type UsageEvent = UsageEventCommon &
 
 /**
  * Length limits of what an event carries. They keep every counter key within PostgreSQL's B-tree
- * entry size, and they are the same for the recorder and for ingestion.
+ * entry size, and they are the same for the writer and for ingestion.
  */
 export const usageLimits = {
   actionType: 64,
@@ -61,8 +61,8 @@ export const usageLimits = {
   tokens: 1_000_000_000,
   /** Events per ingestion request (POST /v1/usage/events). */
   batch: 1000,
-  /** Events per recorder call from inside Parley. */
-  recorderBatch: 10_000,
+  /** Events per `recordUsageEvents` call from inside Parley. */
+  writeBatch: 10_000,
 } as const;
 
 /**
@@ -75,7 +75,7 @@ const text = (max: number) => storableText(max).min(1);
 const optionalText = (max: number) => storableText(max).optional();
 const tokens = z.number().int().min(0).max(usageLimits.tokens);
 
-/** The fields each kind carries besides the common ones, as the recorder names them. */
+/** The fields each kind carries besides the common ones, as the writer names them. */
 export const usageEventShapes = {
   interaction: { type: text(usageLimits.actionType) },
   credit: {
@@ -103,8 +103,8 @@ const commonShape = {
   idempotencyKey: text(usageLimits.idempotencyKey).nullish(),
 };
 
-/** Checks what internal callers hand the recorder, so a bug elsewhere cannot corrupt counters. */
-export const recorderEventSchema = z.discriminatedUnion('kind', [
+/** Checks what internal callers hand the writer, so a bug elsewhere cannot corrupt counters. */
+export const usageEventSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('interaction'), ...commonShape, ...usageEventShapes.interaction }),
   z.object({ kind: z.literal('credit'), ...commonShape, ...usageEventShapes.credit }),
   z.object({ kind: z.literal('function_call'), ...commonShape, ...usageEventShapes.function_call }),

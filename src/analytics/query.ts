@@ -7,7 +7,7 @@ import {
   type UsageItemOf,
   type UsageQueryName,
   usageItemOf,
-} from './metrics';
+} from './usage-metrics';
 
 /** A usage query after validation (src/analytics/validation.ts), with environments resolved to IDs. */
 export interface UsageQuery {

@@ -1,8 +1,8 @@
 import type { Db } from '../db/client';
 import { Prisma } from '../generated/sqlite/client';
-import type { UsageEventKind } from './metrics';
-import { type ItemQueryName, type UsageCounterRow, type UsageItemOf, usageItemOf } from './metrics';
 import { firstHourFrom, type UsageQuery, type UsageResult } from './query';
+import type { UsageEventKind } from './usage-metrics';
+import { type ItemQueryName, type UsageCounterRow, type UsageItemOf, usageItemOf } from './usage-metrics';
 
 /**
  * The same answers as `queryUsage`, computed from the raw events with a plain GROUP BY. Not used to

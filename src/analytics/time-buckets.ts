@@ -1,4 +1,4 @@
-import { hourMs } from './metrics';
+import { hourMs } from './usage-metrics';
 
 /**
  * Calendar buckets of a time series in an IANA time zone: local days, ISO weeks (Monday) and

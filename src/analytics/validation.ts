@@ -2,8 +2,14 @@ import { z } from 'zod';
 import { idSchema } from '../admin/validation';
 import { parseTimestamp, timestampProblemMessage } from '../lib/time';
 import { storableText, type UsageEvent, usageLimits } from './events';
-import { creditTypes, type UsageEventKind, type UsageQueryName, usageEventKinds, usageQueryNames } from './metrics';
 import { granularities, isTimeZone } from './time-buckets';
+import {
+  creditTypes,
+  type UsageEventKind,
+  type UsageQueryName,
+  usageEventKinds,
+  usageQueryNames,
+} from './usage-metrics';
 
 /**
  * The rules of SPEC.md "Usage" as zod schemas, shared by the REST routes (which check bodies
@@ -270,7 +276,7 @@ export const usageEventsBodySchema = z.unknown().superRefine((body, ctx) => {
   if (!parsed.success) for (const issue of parsed.error.issues) ctx.addIssue({ ...issue } as z.core.$ZodRawIssue);
 });
 
-/** An ingested event as the recorder takes it, once its environment is resolved to an ID. */
+/** An ingested event as the usage event writer takes it, once its environment is resolved to an ID. */
 export function toRecorderEvent(e: IngestedUsageEvent, environmentId: string): UsageEvent {
   const common = {
     projectId: e.projectID,

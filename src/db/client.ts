@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
@@ -22,6 +23,19 @@ export interface QueryEvent {
   model: string | undefined;
   operation: string;
   durationMs: number;
+  /** Made by the instance's background work (asBackgroundWork), not by a request. */
+  background: boolean;
+}
+
+const backgroundWork = new AsyncLocalStorage<true>();
+
+/**
+ * Runs `fn` as the instance's own background work (the job runner's polls and jobs): the database
+ * operations it makes, however deep, carry `background: true` in their query events, so a listener
+ * can tell a request's operations from the work that happens around it.
+ */
+export function asBackgroundWork<T>(fn: () => T): T {
+  return backgroundWork.run(true, fn);
 }
 
 /**
@@ -107,7 +121,12 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
         try {
           return await query(args);
         } finally {
-          const event = { model, operation, durationMs: performance.now() - started };
+          const event = {
+            model,
+            operation,
+            durationMs: performance.now() - started,
+            background: backgroundWork.getStore() === true,
+          };
           for (const listener of queryListeners) listener(event);
         }
       },

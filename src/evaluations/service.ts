@@ -1,7 +1,8 @@
 import type { UsageEvent } from '../analytics/events';
-import { publishUsageCounters, recordUsageEvents, writeUsageEvents } from '../analytics/recorder';
+import { publishUsageCounters, recordUsageEvents, writeUsageEvents } from '../analytics/usage-event-writer';
 import type { Db } from '../db/client';
 import type { Provider } from '../db/schema-source';
+import { isUniqueViolation, type PrismaTx } from '../db/transaction';
 import { notifyEnqueued } from '../jobs/queue';
 import { type GaveUpJob, type JobHandler, PermanentJobError } from '../jobs/runner';
 import { AppError, conflict, notFound, validationError } from '../lib/errors';
@@ -10,11 +11,10 @@ import type { Logger } from '../lib/logger';
 import type { AppPubSub } from '../lib/pubsub';
 import { isLlmError, type LlmError, llmErrorToAppError } from '../llm/errors';
 import type { LlmAccounting, LlmProvider } from '../llm/types';
-import { isUniqueViolation, type PrismaTx } from '../transcripts/db';
 import { compileTranscriptSearch } from '../transcripts/search';
-import { EVALUATION_QUEUE, type EvaluationJobPayload, startEvaluationRun } from '../transcripts/service';
 import type { SearchCriteria } from '../transcripts/validation';
 import { buildJudgeMessages, parseVerdict, renderConversation, type TypedValue } from './judge';
+import { EVALUATION_QUEUE, type EvaluationJobPayload, startEvaluationRun } from './runs';
 import type { CreateEvaluationInput, EvaluationSettings, UpdateEvaluationInput } from './validation';
 
 /**

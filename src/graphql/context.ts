@@ -1,7 +1,31 @@
 import { randomUUID } from 'node:crypto';
 import DataLoader from 'dataloader';
+import type { Authenticator } from '../auth/authenticate';
 import type { Principal } from '../auth/principal';
-import type { AppServices } from '../services';
+import type { Db } from '../db/client';
+import type { Config } from '../env';
+import type { Logger } from '../lib/logger';
+import type { AppPubSub } from '../lib/pubsub';
+import type { LlmProvider } from '../llm/types';
+import type { Metrics } from '../ops/prometheus';
+import type { Runtime } from '../runtime/service';
+
+/**
+ * What resolvers reach through `ctx.services`: the instance's long-lived parts that the schema
+ * needs, and no more. Declared here, on the GraphQL side, so the schema depends on this contract
+ * rather than on the container that builds it; `AppServices` (src/services.ts) satisfies it.
+ */
+export interface GraphQLServices {
+  config: Config;
+  logger: Logger;
+  db: Db;
+  pubsub: AppPubSub;
+  auth: Pick<Authenticator, 'authenticate' | 'invalidate'>;
+  llm: LlmProvider;
+  runtime: Runtime;
+  /** Prometheus metrics, null when METRICS_ENABLED=false. */
+  ops: { metrics: Metrics | null };
+}
 
 /**
  * Per-request context: who is calling, the request ID, and request-scoped loaders. `services` is
@@ -12,15 +36,23 @@ import type { AppServices } from '../services';
 export interface Context {
   requestId: string;
   principal: Principal;
-  services: AppServices;
+  services: GraphQLServices;
   loaders: Loaders;
+}
+
+/**
+ * Set in the server context of an operation that the REST adapter runs (`"<METHOD> <path>"`): such
+ * an operation was already rate limited at the HTTP edge, and its spans are named after the route.
+ */
+export interface RestOperationMarker {
+  restRoute?: string;
 }
 
 export interface Loaders {
   project: DataLoader<string, { id: string; workspaceId: string; name: string } | null>;
 }
 
-function createLoaders(services: AppServices): Loaders {
+function createLoaders(services: GraphQLServices): Loaders {
   return {
     project: new DataLoader(async (ids) => {
       const rows = await services.db.prisma.project.findMany({
@@ -40,7 +72,7 @@ export function requestIdFrom(header: string | null | undefined): string {
   return header && requestIdPattern.test(header) ? header : randomUUID();
 }
 
-export async function createContext(services: AppServices, headers: Headers): Promise<Context> {
+export async function createContext(services: GraphQLServices, headers: Headers): Promise<Context> {
   return {
     requestId: requestIdFrom(headers.get('x-request-id')),
     principal: await services.auth.authenticate(headers.get('authorization')),

@@ -1,10 +1,10 @@
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
-import { opsGraphqlPlugins } from '../ops/graphql';
-import type { AppServices } from '../services';
+import type { RateLimitGroup } from '../ops/route-groups';
 import { setUnusedQueryPolicy } from './builder';
-import { type Context, createContext } from './context';
+import { type Context, createContext, type GraphQLServices } from './context';
 import { useErrorShaping, useHttpStatusInErrorExtensions } from './errors';
 import { useGraphQLSSESingleConnection } from './graphql-sse';
+import { operationalPlugins, type PluginOps } from './plugins';
 import { schema } from './schema';
 
 export type ParleyYoga = YogaServerInstance<Record<string, unknown>, Context>;
@@ -12,12 +12,24 @@ export type ParleyYoga = YogaServerInstance<Record<string, unknown>, Context>;
 /** Path of the graphql-sse "single connection" mode; "distinct connections" mode is on /graphql. */
 export const graphqlSseEndpoint = '/graphql/stream';
 
+/** What the pipeline needs of the instance: the resolvers' services and the plugins' operational state. */
+export type YogaServices = Omit<GraphQLServices, 'ops'> & { ops: PluginOps };
+
+export interface ParleyYogaOptions {
+  /**
+   * The rate-limit group of each root field that is not in `default`. The composition root
+   * (src/app.ts) derives it from the REST route table (`fieldGroupsOf`, src/ops/route-groups.ts),
+   * so an operation over /graphql spends from the same budget as the REST route that runs it.
+   */
+  fieldGroups: ReadonlyMap<string, RateLimitGroup>;
+}
+
 /**
  * The one GraphQL pipeline. `/graphql` serves queries, mutations, GraphiQL and subscriptions over
  * SSE (distinct connections); `/graphql/stream` speaks the graphql-sse protocol's single
  * connection mode. The REST adapter runs its operations through this same instance.
  */
-export function createParleyYoga(services: AppServices): ParleyYoga {
+export function createParleyYoga(services: YogaServices, opts: ParleyYogaOptions): ParleyYoga {
   setUnusedQueryPolicy(services.config.NODE_ENV === 'production' ? null : 'error');
   const log = services.logger.child({ component: 'graphql' });
   return createYoga<Record<string, unknown>, Context>({
@@ -25,14 +37,21 @@ export function createParleyYoga(services: AppServices): ParleyYoga {
     graphqlEndpoint: '/graphql',
     graphiql: services.config.GRAPHIQL ? { title: 'Parley GraphQL' } : false,
     landingPage: false,
-    // CORS is the HTTP layer's (CORS_ORIGINS, src/ops/http.ts), for REST and GraphQL alike.
+    // CORS is the HTTP edge's (CORS_ORIGINS, src/http/middleware.ts), for REST and GraphQL alike.
     cors: false,
     context: ({ request }) => createContext(services, request.headers),
     plugins: [
       useErrorShaping(),
       useHttpStatusInErrorExtensions(),
       useGraphQLSSESingleConnection({ endpoint: graphqlSseEndpoint }),
-      ...opsGraphqlPlugins(services, { streamEndpoint: graphqlSseEndpoint }),
+      ...operationalPlugins({
+        config: services.config,
+        logger: services.logger,
+        auth: services.auth,
+        ops: services.ops,
+        fieldGroups: opts.fieldGroups,
+        streamEndpoint: graphqlSseEndpoint,
+      }),
     ],
     logging: {
       debug: (...args) => log.debug(args.map(String).join(' ')),

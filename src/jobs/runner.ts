@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { Db } from '../db/client';
+import { asBackgroundWork, type Db } from '../db/client';
 import { Prisma } from '../generated/sqlite/client';
 import { newId } from '../lib/ids';
 import type { Logger } from '../lib/logger';
@@ -380,7 +380,8 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
     if (timer) clearTimeout(timer);
     timer = setTimeout(() => {
       timer = null;
-      void tick();
+      // Whoever scheduled it, a poll and the jobs it starts are the instance's own work.
+      void asBackgroundWork(tick);
     }, delayMs);
     timer.unref?.();
   }

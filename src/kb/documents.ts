@@ -1,10 +1,10 @@
 import type { Db } from '../db/client';
+import type { PrismaTx } from '../db/transaction';
 import { Prisma } from '../generated/sqlite/client';
 import { enqueueJob, notifyEnqueued } from '../jobs/queue';
 import { notFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { AppPubSub } from '../lib/pubsub';
-import type { PrismaTx } from '../transcripts/db';
 import { type KbFileType, kbFileTypeNames } from './parse';
 import { kbLimits } from './validation';
 

@@ -1,5 +1,5 @@
 import type { UsageEvent } from '../analytics/events';
-import { recordUsageEvents } from '../analytics/recorder';
+import { recordUsageEvents } from '../analytics/usage-event-writer';
 import type { Db } from '../db/client';
 import { enqueueJob, notifyEnqueued } from '../jobs/queue';
 import type { JobHandler } from '../jobs/runner';

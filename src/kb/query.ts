@@ -1,5 +1,5 @@
 import type { UsageEvent } from '../analytics/events';
-import { recordUsageEvents } from '../analytics/recorder';
+import { recordUsageEvents } from '../analytics/usage-event-writer';
 import type { Db } from '../db/client';
 import { newId } from '../lib/ids';
 import type { Logger } from '../lib/logger';

@@ -1,6 +1,6 @@
 import type { Db, VectorSupport } from '../db/client';
+import type { PrismaTx } from '../db/transaction';
 import { Prisma } from '../generated/sqlite/client';
-import type { PrismaTx } from '../transcripts/db';
 
 /**
  * Chunk embeddings, one per chunk for the configured embedding model, in `kb_chunk_embedding`:

@@ -56,7 +56,7 @@ export type Topics = {
   auditEventAll: [event: AuditEventPayload];
   /** A job was enqueued: wakes the job runners of every instance. */
   jobEnqueued: [event: { queue: string }];
-  /** Usage counters of one project as events are recorded (src/analytics/recorder.ts). */
+  /** Usage counters of one project as events are recorded (src/analytics/usage-event-writer.ts). */
   usageCounters: [projectId: string, update: UsageCountersPayload];
   /** New logs and evaluation results of one transcript. */
   transcriptEvent: [transcriptId: string, event: TranscriptEventPayload];

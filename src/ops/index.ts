@@ -2,17 +2,18 @@ import type { Db } from '../db/client';
 import type { Config } from '../env';
 import { queueStats } from '../jobs/queue';
 import type { Logger } from '../lib/logger';
-import { OpenStreams } from './http';
 import { instrumentDb } from './instrument';
-import { createMetrics, type Metrics } from './metrics';
+import { createMetrics, type Metrics } from './prometheus';
 import { createRateLimiter, type RateLimiter } from './rate-limit';
+import { OpenStreams } from './streams';
 
 export { instrumentJobs, instrumentLlm, observeTurn } from './instrument';
 
 /**
- * The operational parts of one instance (docs/operations.md): its metrics registry, its rate
- * limiter and the registry of open SSE streams. Built by `createServices`, used by the HTTP app,
- * the GraphQL pipeline and the server's shutdown.
+ * The operational state of one instance (docs/operations.md): its Prometheus registry, its rate
+ * limiter, the registry of open SSE streams and the shutdown signal. Built by `createServices`;
+ * used by the HTTP edge (src/http), the GraphQL plugins (src/graphql/plugins) and the server's
+ * shutdown. Nothing in src/ops imports those layers: they import it.
  */
 export interface Ops {
   /** Null when METRICS_ENABLED=false. */

@@ -3,8 +3,8 @@ import type { Db, QueryEvent } from '../db/client';
 import type { JobHandler, JobRunner, RegisterOptions } from '../jobs/runner';
 import { isLlmError } from '../llm/errors';
 import type { ChatRequest, ChatStreamEvent, LlmAccounting, LlmProvider } from '../llm/types';
-import type { TurnRecord } from '../runtime/recorder';
-import type { Metrics } from './metrics';
+import type { TurnRecord } from '../runtime/turn-record';
+import type { Metrics } from './prometheus';
 import { failSpan, recordFinishedSpan, tracer } from './tracing';
 
 /**

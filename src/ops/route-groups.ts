@@ -1,11 +1,11 @@
 import { Kind, parse } from 'graphql';
-import type { RestRoute } from '../rest/adapter';
 
 /**
- * Which rate-limit group a request belongs to, and which route pattern names it in metrics. Both
- * come from the REST route table, so routes added later (the knowledge base) are covered without
- * a change here: a route's path picks its group, and the GraphQL root fields its operation runs
- * pick the same group when called over /graphql.
+ * Which rate-limit group a request belongs to. A route's path picks its group; the GraphQL root
+ * fields a route's operation runs pick the same group when they are called over /graphql. The
+ * composition root (src/app.ts) derives those field groups from the REST route table with
+ * `fieldGroupsOf` and hands them to the GraphQL pipeline, so routes added later (the knowledge
+ * base) are covered without a change here, and nothing here knows the REST layer.
  */
 
 export type RateLimitGroup = 'default' | 'usage' | 'runtime' | 'kb-upload' | 'kb-query';
@@ -34,8 +34,14 @@ export function groupOfPath(path: string): RateLimitGroup {
   return 'default';
 }
 
-/** The group of each GraphQL root field that a grouped REST route runs (e.g. `usage` → usage). */
-export function fieldGroupsOf(routes: readonly RestRoute[]): Map<string, RateLimitGroup> {
+/** A route as far as grouping goes: its Express path and the GraphQL document it runs. */
+export interface GroupedRoute {
+  path: string;
+  operation: string;
+}
+
+/** The group of each GraphQL root field that a grouped route runs (e.g. `usage` → usage). */
+export function fieldGroupsOf(routes: readonly GroupedRoute[]): Map<string, RateLimitGroup> {
   const groups = new Map<string, RateLimitGroup>(Object.entries(extraFieldGroups));
   for (const route of routes) {
     const group = groupOfPath(route.path.replace(/:[A-Za-z0-9_]+/g, 'x'));
@@ -48,32 +54,4 @@ export function fieldGroupsOf(routes: readonly RestRoute[]): Map<string, RateLim
     }
   }
   return groups;
-}
-
-interface CompiledRoute {
-  method: string;
-  pattern: string;
-  regex: RegExp;
-}
-
-/**
- * Matches a request to its route pattern (`/v1/transcript/:transcriptID`) without Express, so a
- * request refused before routing (a body over the limit, malformed JSON) is still counted under
- * its route rather than under its raw path, whose IDs would make every request a new label.
- */
-export function createRouteMatcher(routes: readonly Pick<RestRoute, 'method' | 'path'>[]) {
-  const compiled: CompiledRoute[] = routes.map((route) => ({
-    method: route.method,
-    pattern: route.path,
-    regex: new RegExp(
-      `^${route.path
-        .split('/')
-        .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, (c) => `\\${c}`)))
-        .join('/')}/?$`,
-    ),
-  }));
-  return (method: string, path: string): string | null => {
-    for (const route of compiled) if (route.method === method && route.regex.test(path)) return route.pattern;
-    return null;
-  };
 }

@@ -1,12 +1,8 @@
-import type { ExecutionResult } from 'graphql';
-import { isAsyncIterable, type Plugin } from 'graphql-yoga';
-import type { Context } from '../graphql/context';
-import type { RestOperationMarker } from './rate-limit';
-
 /**
- * Ends a stream of results when `signal` aborts: the consumer sees the stream complete normally
- * (Yoga then sends graphql-sse's `complete` and closes the response), and the source is told to
- * stop (its `return`).
+ * Ends a stream of results when `signal` (the instance's shutdown signal, `Ops.shutdownSignal`)
+ * aborts: the consumer sees the stream complete normally (for a GraphQL subscription, Yoga then
+ * sends graphql-sse's `complete` and closes the response), and the source is told to stop (its
+ * `return`). src/graphql/plugins/end-subscriptions-on-shutdown.ts applies it to subscriptions.
  */
 export function endOnAbort<T>(source: AsyncIterable<T>, signal: AbortSignal): AsyncIterableIterator<T> {
   const iterator = source[Symbol.asyncIterator]();
@@ -36,24 +32,6 @@ export function endOnAbort<T>(source: AsyncIterable<T>, signal: AbortSignal): As
     },
     [Symbol.asyncIterator]() {
       return this;
-    },
-  };
-}
-
-/**
- * At shutdown, GraphQL subscriptions (which never end by themselves) complete at once, so their
- * clients can reconnect to another instance. The runtime's REST streams are left alone: each is one
- * turn, which finishes and sends its own `end`.
- */
-export function useEndSubscriptionsOnShutdown(signal: AbortSignal): Plugin<Context> {
-  return {
-    onSubscribe({ args }) {
-      if ((args.contextValue as Context & RestOperationMarker).restRoute) return;
-      return {
-        onSubscribeResult({ result, setResult }) {
-          if (isAsyncIterable(result)) setResult(endOnAbort(result as AsyncIterable<ExecutionResult>, signal));
-        },
-      };
     },
   };
 }

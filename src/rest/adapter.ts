@@ -215,7 +215,7 @@ interface Pipeline {
 }
 
 async function openPipeline(yoga: ParleyYoga, route: RestRoute, req: Request): Promise<Pipeline> {
-  // restRoute marks the operation as a REST route's (src/ops: rate-limited at the HTTP layer, named in spans).
+  // restRoute marks the operation as a REST route's (RestOperationMarker: rate-limited at the HTTP edge, named in spans).
   const enveloped = yoga.getEnveloped({
     request: { headers: headersOf(req) },
     restRoute: `${route.method} ${route.path}`,

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { publishAudit, recordAudit, type Tx } from '../admin/service';
+import { resolveEnvironment } from '../admin/environments';
+import { publishAudit, recordAudit } from '../admin/service';
 import type { Db } from '../db/client';
-import { AppError, notFound, validationError } from '../lib/errors';
+import { type AppError, notFound, validationError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { AppPubSub, AuditEventPayload } from '../lib/pubsub';
 import type { ProgramProblem } from './program/validate';
@@ -62,12 +63,6 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
-async function findEnvironment(tx: Tx, projectId: string, idOrAlias: string) {
-  const env = await tx.environment.findFirst({ where: { projectId, OR: [{ id: idOrAlias }, { alias: idOrAlias }] } });
-  if (!env) throw new AppError('NOT_FOUND', `The project has no environment "${idOrAlias}"`);
-  return env;
-}
-
 function isUniqueViolation(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: string }).code === 'P2002';
 }
@@ -106,7 +101,7 @@ export async function publishAgent(
     deps.db.prisma.$transaction(async (tx) => {
       const project = await tx.project.findUnique({ where: { id: input.projectId } });
       if (!project) throw notFound('Project', input.projectId);
-      const env = await findEnvironment(tx, input.projectId, input.environment);
+      const env = await resolveEnvironment(tx, input.projectId, input.environment);
       const agent =
         (await tx.agent.findUnique({
           where: { projectId_name: { projectId: input.projectId, name: program.name } },
@@ -172,7 +167,7 @@ export async function deployAgentVersion(
     if (!project) throw notFound('Project', input.projectId);
     const version = await tx.agentVersion.findUnique({ where: { id: input.versionId }, include: { agent: true } });
     if (!version || version.projectId !== input.projectId) throw notFound('Agent version', input.versionId);
-    const env = await findEnvironment(tx, input.projectId, input.environment);
+    const env = await resolveEnvironment(tx, input.projectId, input.environment);
     await tx.agentDeployment.upsert({
       where: { environmentId: env.id },
       create: { environmentId: env.id, agentVersionId: version.id, deployedBy: input.actor },

@@ -1,6 +1,5 @@
-import { resolveEnvironment } from '../admin/service';
+import { resolveEnvironment } from '../admin/environments';
 import type { Db } from '../db/client';
-import type { DbClient } from '../jobs/queue';
 import { AppError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { Logger } from '../lib/logger';
@@ -14,7 +13,6 @@ import { interpretTurn } from './interpreter';
 import { type CompiledProgram, compileProgram } from './program/compile';
 import type { AgentProgram } from './program/schema';
 import type { ProgramCheck } from './program/validate';
-import type { TurnRecord, TurnRecorder } from './recorder';
 import { type CodeSandbox, createCodeSandbox } from './sandbox/code-sandbox';
 import { createStateStore, type StateLease, type StateStore } from './state-store';
 import { createDefaultStepRegistry } from './steps';
@@ -28,7 +26,8 @@ import type {
   TurnScope,
 } from './steps/step-type';
 import { createTraceFormatter, type OutputTrace, type TraceProfile } from './trace-format';
-import { enqueueTurnRecord, recordFinishedTurn, type TurnOutboxDeps } from './turn-outbox';
+import type { TurnRecord, TurnRecorder } from './turn-record';
+import { settleTurn, type TurnEnd, type TurnSettlementDeps } from './turn-settlement';
 import { cloneState, emptyState, type RuntimeAction, type RuntimeState, type Trace } from './types';
 import type { RequestConfig } from './validation';
 
@@ -171,17 +170,21 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     recordCredit: opts.recordCredit ? (credit, source) => opts.recordCredit!(scope, credit, source) : undefined,
     askKnowledgeBase: opts.askKnowledgeBase ? (question) => opts.askKnowledgeBase!(scope, question) : undefined,
   });
-  const outboxDeps: TurnOutboxDeps = { db, recorder: opts.recorder, logger };
+  const settlementDeps: TurnSettlementDeps = {
+    db,
+    states,
+    outbox: { db, recorder: opts.recorder, logger },
+    log,
+    onTurnFinished: opts.onTurnFinished,
+  };
   const programs = new Map<string, CompiledProgram>();
   const running = new Set<Promise<unknown>>();
 
   /** The environment and the program it runs, in one query (plus one when the version is not cached). */
   async function deployedProgram(projectId: string, idOrAlias: string) {
-    const environment = await db.prisma.environment.findFirst({
-      where: { projectId, OR: [{ id: idOrAlias }, { alias: idOrAlias }] },
-      select: { id: true, alias: true, agentDeployment: { select: { agentVersionId: true } } },
+    const environment = await resolveEnvironment(db.prisma, projectId, idOrAlias, {
+      agentDeployment: { select: { agentVersionId: true } },
     });
-    if (!environment) throw new AppError('NOT_FOUND', `The project has no environment "${idOrAlias}"`);
     const deployment = environment.agentDeployment;
     const alias = environment.alias;
     if (!deployment) {
@@ -268,24 +271,9 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     };
     let stateAfter: RuntimeState | null = null;
 
-    // The record goes to the turn outbox (src/runtime/turn-outbox.ts) before the user's next turn
-    // can start: with the state commit, or before the lease is freed. Then it is recorded from there.
-    let outboxJobId: string | null = null;
-    const finalize = () => {
-      record.success = record.outcome === 'completed';
-      record.finishedAt = new Date();
-      record.clientDisconnected = queue.detached;
-    };
-    const writeOutbox = async (client: DbClient) => {
-      finalize();
-      outboxJobId = await enqueueTurnRecord(client, record);
-    };
-    const writeOutboxOrLog = (client: DbClient) =>
-      writeOutbox(client).catch((err: unknown) =>
-        log.error({ err, turnId }, 'could not write the turn to the outbox; recording it directly'),
-      );
-
+    // The run ends in a TurnEnd; settleTurn (./turn-settlement.ts) saves, frees and records it.
     let lease: StateLease | null = null;
+    let end: TurnEnd;
     try {
       lease = await states.acquire({
         projectId: request.projectId,
@@ -336,76 +324,19 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
       record.functionCalls = result.functionCalls;
       record.stepsRun = result.stepsRun;
       record.conversationEnded = result.conversationEnded;
-      record.outcome = result.status;
-
-      if (result.status === 'completed') {
-        let saved: boolean;
-        try {
-          saved = await states.commit(
-            lease,
-            { state: working, sessionId, agentVersionId: program.identity?.versionID ?? null },
-            {
-              // The record commits exactly when the state does.
-              alsoWrite: async (tx, written) => {
-                record.stateSaved = written;
-                if (!written) {
-                  record.outcome = 'failed';
-                  record.error = 'The turn ran past its lease and another write came first; it was not saved';
-                  debug('error', record.error);
-                }
-                await writeOutbox(tx);
-              },
-            },
-          );
-        } catch (err) {
-          // Rolled back: neither the state nor the outbox entry was written.
-          record.stateSaved = false;
-          outboxJobId = null;
-          throw err;
-        } finally {
-          lease = null;
-        }
-        if (saved) stateAfter = working;
-      } else {
-        const message = result.error?.message ?? 'The turn failed';
-        if (result.status === 'failed') {
-          log.error({ err: result.error, turnId, projectId: request.projectId }, 'a turn failed');
-          record.error = message;
-          debug('error', `The turn failed: ${message.slice(0, 300)}`);
-        } else {
-          record.error = message;
-          debug(result.status === 'timeout' ? 'timeout' : 'error', message);
-        }
-        await writeOutboxOrLog(db.prisma);
-        await states.release(lease);
-        lease = null;
-      }
+      end =
+        result.status === 'completed'
+          ? {
+              kind: 'completed',
+              lease,
+              next: { state: working, sessionId, agentVersionId: program.identity?.versionID ?? null },
+            }
+          : { kind: 'stopped', lease, status: result.status, error: result.error };
     } catch (err) {
-      const error = err as Error;
-      record.outcome = 'failed';
-      if (error instanceof AppError) {
-        record.error = error.message;
-        debug('error', error.message);
-      } else {
-        log.error({ err, turnId, projectId: request.projectId }, 'a turn failed unexpectedly');
-        record.error = error.message;
-        debug('error', `The turn failed unexpectedly; quote turn ${turnId} when reporting it`);
-      }
-      if (lease) {
-        if (!outboxJobId) await writeOutboxOrLog(db.prisma);
-        await states.release(lease).catch((e: unknown) => log.warn({ err: e, turnId }, 'could not free a lease'));
-      }
+      end = { kind: 'threw', lease, error: err };
     }
-
-    // A turn that failed before it held the lease, or whose outbox write failed.
-    if (!outboxJobId) await writeOutboxOrLog(db.prisma);
-    try {
-      opts.onTurnFinished?.(record);
-    } catch (err) {
-      log.warn({ err, turnId }, 'onTurnFinished failed');
-    }
-    // Before the stream ends, so a client that saw `end` can read what was recorded.
-    await recordFinishedTurn(outboxDeps, record, outboxJobId);
+    await settleTurn(settlementDeps, { record, debug, clientGone: () => queue.detached }, end);
+    if (end.kind === 'completed' && record.stateSaved) stateAfter = end.next.state;
     if (request.includeState) queue.push({ event: 'state', state: stateAfter ?? emptyState(), turnId });
     queue.push({ event: 'end', turnId, outcome: record.outcome });
     queue.close();
@@ -413,7 +344,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
   }
 
   async function withState<T>(ref: StateRef, fn: (lease: StateLease, environmentId: string) => Promise<T>): Promise<T> {
-    const environment = await resolveEnvironment(db, ref.projectId, ref.environment);
+    const environment = await resolveEnvironment(db.prisma, ref.projectId, ref.environment);
     return states.withLease({ projectId: ref.projectId, environmentId: environment.id, userId: ref.userId }, (lease) =>
       fn(lease, environment.id),
     );
@@ -445,7 +376,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     },
 
     async getState(ref) {
-      const environment = await resolveEnvironment(db, ref.projectId, ref.environment);
+      const environment = await resolveEnvironment(db.prisma, ref.projectId, ref.environment);
       const row = await states.read(environment.id, ref.userId);
       if (!row) throw new AppError('NOT_FOUND', `No state for user "${ref.userId}" in this environment`);
       return normalizeState(row.state);

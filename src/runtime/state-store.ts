@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../db/client';
+import { isUniqueViolation, type PrismaTx } from '../db/transaction';
 import { AppError } from '../lib/errors';
 import { newId } from '../lib/ids';
-import type { PrismaTx } from '../transcripts/db';
 import { emptyState, type RuntimeState } from './types';
 
 /**
@@ -40,6 +40,13 @@ export interface StateKey {
   userId: string;
 }
 
+/** What a commit writes: the new state, its session and the agent version its stack refers to. */
+export interface StateWrite {
+  state: RuntimeState;
+  sessionId: string;
+  agentVersionId: string | null;
+}
+
 export interface StateStore {
   /** Waits (up to `waitMs`) for the user's lease. Throws SERVICE_UNAVAILABLE when it stays taken. */
   acquire(key: StateKey, opts?: { waitMs?: number; signal?: AbortSignal }): Promise<StateLease>;
@@ -50,7 +57,7 @@ export interface StateStore {
    */
   commit(
     lease: StateLease,
-    next: { state: RuntimeState; sessionId: string; agentVersionId: string | null },
+    next: StateWrite,
     opts?: { alsoWrite?: (tx: PrismaTx, saved: boolean) => Promise<void> },
   ): Promise<boolean>;
   /** Deletes the state and frees the lease. */
@@ -72,10 +79,6 @@ export interface StateStoreOptions {
 
 /** A row created only to hold a lease has never been committed: version 0, no state to show. */
 const uncommitted = 0;
-
-function isUniqueViolation(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: string }).code === 'P2002';
-}
 
 export function createStateStore(db: Db, opts: StateStoreOptions): StateStore {
   const prisma = db.prisma;

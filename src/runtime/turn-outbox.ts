@@ -4,7 +4,7 @@ import type { Db } from '../db/client';
 import { type DbClient, enqueueJob } from '../jobs/queue';
 import { type JobHandler, PermanentJobError } from '../jobs/runner';
 import type { Logger } from '../lib/logger';
-import type { TurnRecord, TurnRecorder } from './recorder';
+import type { TurnRecord, TurnRecorder } from './turn-record';
 
 /**
  * The turn outbox: how a turn's record (transcript logs, usage events) is written durably and in

@@ -1,8 +1,7 @@
 import type { Db } from '../db/client';
-import { createEvaluationJobHandler, type EvaluationDeps, failAbandonedEvaluationRun } from '../evaluations/service';
 import type { JobRunner, RecurringJob } from '../jobs/runner';
 import type { Logger } from '../lib/logger';
-import { EVALUATION_QUEUE, purgeExpiredOriginals } from './service';
+import { purgeExpiredOriginals } from './service';
 
 /** The recurring job that deletes unredacted originals whose retention ended. */
 export const TRANSCRIPT_RETENTION_QUEUE = 'transcript-retention';
@@ -11,11 +10,8 @@ export function transcriptRecurringJobs(opts: { purgeEveryMs: number }): Recurri
   return [{ queue: TRANSCRIPT_RETENTION_QUEUE, everyMs: opts.purgeEveryMs }];
 }
 
-/** Registers the job handlers of transcripts and evaluations on an instance's runner. */
-export function registerTranscriptJobs(jobs: JobRunner, deps: EvaluationDeps & { db: Db; logger: Logger }): void {
-  jobs.register(EVALUATION_QUEUE, createEvaluationJobHandler(deps), {
-    onGiveUp: (job) => failAbandonedEvaluationRun(deps, job),
-  });
+/** Registers the job handlers of transcripts (the retention purge) on an instance's runner. */
+export function registerTranscriptJobs(jobs: JobRunner, deps: { db: Db; logger: Logger }): void {
   jobs.register(TRANSCRIPT_RETENTION_QUEUE, async () => {
     const purged = await purgeExpiredOriginals(deps.db);
     if (purged) deps.logger.info({ purged }, 'purged unredacted transcript logs past their retention');

@@ -1,9 +1,9 @@
 import type { Db } from '../db/client';
 import type { Provider } from '../db/schema-source';
+import { isUniqueViolation, type PrismaTx } from '../db/transaction';
 import { Prisma } from '../generated/sqlite/client';
 import { conflict, notFound, validationError } from '../lib/errors';
 import { newId } from '../lib/ids';
-import { isUniqueViolation, type PrismaTx } from './db';
 import type { PropertyType } from './validation';
 
 /**

@@ -1,8 +1,8 @@
 import type { Provider } from '../db/schema-source';
+import type { PrismaTx } from '../db/transaction';
 import type { Prisma } from '../generated/sqlite/client';
 import { type ErrorDetail, validationError } from '../lib/errors';
 import { isId } from '../lib/ids';
-import type { PrismaTx } from './db';
 import type { FilterOp, SearchCriteria, SortOrder, TranscriptFilter } from './validation';
 
 /**

@@ -1,10 +1,12 @@
-import { publishUsageCounters, type RecordedUsage, writeUsageEvents } from '../analytics/recorder';
+import { resolveEnvironment } from '../admin/environments';
+import { publishUsageCounters, type RecordedUsage, writeUsageEvents } from '../analytics/usage-event-writer';
 import type { Db } from '../db/client';
-import { enqueueJob, notifyEnqueued } from '../jobs/queue';
+import { isUniqueViolation, type PrismaTx } from '../db/transaction';
+import { EVALUATION_QUEUE, startEvaluationRun } from '../evaluations/runs';
+import { notifyEnqueued } from '../jobs/queue';
 import { conflict, notFound } from '../lib/errors';
-import { isId, newId } from '../lib/ids';
+import { newId } from '../lib/ids';
 import type { AppPubSub } from '../lib/pubsub';
-import { isUniqueViolation, type PrismaTx } from './db';
 import { compileRedactionPatterns, createRedactor, type Redactor } from './redaction';
 import type { LogInput } from './validation';
 
@@ -22,30 +24,9 @@ export interface TranscriptDeps {
   retentionMs: number;
 }
 
-export const EVALUATION_QUEUE = 'evaluation';
-
 /** TRANSCRIPT_UNREDACTED_RETENTION_DAYS in milliseconds. */
 export function retentionMsOf(config: { TRANSCRIPT_UNREDACTED_RETENTION_DAYS: number }): number {
   return config.TRANSCRIPT_UNREDACTED_RETENTION_DAYS * 24 * 3600_000;
-}
-
-export interface EvaluationJobPayload {
-  evaluationId: string;
-  transcriptId: string;
-  /** The run this job computes; a newer run of the same pair makes it a no-op. */
-  runId: string;
-  [key: string]: unknown;
-}
-
-/** The environment named by ID or alias (default `development`) of a project, or 404. */
-export async function resolveEnvironment(tx: PrismaTx, projectId: string, ref?: string | null): Promise<string> {
-  const wanted = ref ?? 'development';
-  const env = await tx.environment.findFirst({
-    where: isId(wanted) ? { projectId, id: wanted } : { projectId, alias: wanted },
-    select: { id: true },
-  });
-  if (!env) throw notFound('Environment', wanted);
-  return env.id;
 }
 
 export interface SessionKey {
@@ -276,7 +257,7 @@ export async function createTranscript(
   let usage: RecordedUsage | null = null;
   try {
     appended = await deps.db.prisma.$transaction(async (tx) => {
-      const environmentId = await resolveEnvironment(tx, input.projectId, input.environment);
+      const { id: environmentId } = await resolveEnvironment(tx, input.projectId, input.environment);
       const existing = await tx.transcript.findUnique({
         where: {
           projectId_environmentId_sessionId: { projectId: input.projectId, environmentId, sessionId: input.sessionId },
@@ -382,50 +363,6 @@ export async function endTranscript(
   });
   if (outcome.evaluationsQueued) notifyEnqueued(deps.pubsub, EVALUATION_QUEUE);
   return outcome;
-}
-
-/**
- * Starts a new run of an evaluation on a transcript inside the caller's transaction: the result
- * becomes pending under a new run ID, and a durable job for that run is enqueued.
- */
-export async function startEvaluationRun(
-  tx: PrismaTx,
-  input: { projectId: string; evaluationId: string; transcriptId: string; enqueue?: boolean },
-): Promise<{ runId: string }> {
-  const runId = newId();
-  await tx.evaluationResult.upsert({
-    where: { evaluationId_transcriptId: { evaluationId: input.evaluationId, transcriptId: input.transcriptId } },
-    create: {
-      id: newId(),
-      evaluationId: input.evaluationId,
-      transcriptId: input.transcriptId,
-      status: 'pending',
-      runId,
-    },
-    update: {
-      status: 'pending',
-      runId,
-      valueBoolean: null,
-      valueNumber: null,
-      valueString: null,
-      reason: null,
-      cost: null,
-      model: null,
-      inputTokens: null,
-      outputTokens: null,
-      error: null,
-    },
-  });
-  if (input.enqueue !== false) {
-    const payload: EvaluationJobPayload = { evaluationId: input.evaluationId, transcriptId: input.transcriptId, runId };
-    await enqueueJob(tx, {
-      queue: EVALUATION_QUEUE,
-      payload,
-      dedupeKey: `evaluation:${runId}`,
-      projectId: input.projectId,
-    });
-  }
-  return { runId };
 }
 
 /** Deletes a transcript with its logs, kept originals, property values and evaluation results. */

@@ -176,9 +176,7 @@ describeEachDatabase('POST /v1/usage/events (ingestion)', (provider) => {
       { ...base(), environment: 'staging', kind: 'transcript' },
     ]);
     expect(res.status).toBe(404);
-    expect(res.body.details).toEqual([
-      { path: 'events.1.environment', message: 'the project has no environment "staging"' },
-    ]);
+    expect(res.body.details).toEqual([{ path: 'events.1.environment', message: 'Environment "staging" not found' }]);
     expect(await storedEvents()).toBe(before);
   });
 

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { TurnRecord, TurnRecorder } from '../../src/runtime/recorder';
+import type { TurnRecord, TurnRecorder } from '../../src/runtime/turn-record';
 import type { TestApp } from './app';
 import { readSse, type SseReaderOptions, type SseReading } from './sse';
 

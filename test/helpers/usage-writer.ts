@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { UsageEvent } from '../../src/analytics/events';
-import { recordUsageEvents } from '../../src/analytics/recorder';
+import { recordUsageEvents } from '../../src/analytics/usage-event-writer';
 import { createDb } from '../../src/db/client';
 
 const [url, file] = process.argv.slice(2);

@@ -1,5 +1,5 @@
 import type { UsageEvent } from '../../src/analytics/events';
-import { type RecordedUsage, recordUsageEvents } from '../../src/analytics/recorder';
+import { type RecordedUsage, recordUsageEvents } from '../../src/analytics/usage-event-writer';
 import { routes } from '../../src/rest/routes';
 import type { HttpResponse, TestApp, TestProject } from './app';
 

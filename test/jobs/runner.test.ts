@@ -49,6 +49,37 @@ describeEachDatabase('the job runner', (provider) => {
     expect(job.finishedAt).toBeInstanceOf(Date);
   });
 
+  it("marks the polls' and the jobs' database operations as background work, and a caller's as not", async () => {
+    const queue = uniqueQueue('background');
+    const events: { model: string | undefined; operation: string; background: boolean }[] = [];
+    const listener = (e: { model: string | undefined; operation: string; background: boolean }) => events.push(e);
+    db.queryListeners.add(listener);
+    try {
+      const r = runner();
+      r.register(queue, async () => {
+        await db.prisma.workspace.findMany({ take: 1 });
+      });
+      await enqueueJob(db.prisma, { queue, payload: {} });
+      r.start();
+      await r.drain();
+      await db.prisma.apiKey.count();
+    } finally {
+      db.queryListeners.delete(listener);
+    }
+    const ofJob = events.filter((e) => e.model === 'Workspace');
+    const claims = events.filter((e) => e.model === undefined && e.operation === '$queryRaw');
+    expect(ofJob).toHaveLength(1);
+    expect(claims.length).toBeGreaterThan(0);
+    expect([...ofJob, ...claims].every((e) => e.background)).toBe(true);
+    // The runner marks the job done in the background; the caller's own operations (the enqueue,
+    // drain's checks, the count after) are not background.
+    expect(events.some((e) => e.model === 'Job' && e.operation === 'updateMany' && e.background)).toBe(true);
+    const callers = events.filter((e) => e.model === 'Job' && (e.operation === 'create' || e.operation === 'count'));
+    expect(callers.length).toBeGreaterThan(1);
+    expect(callers.every((e) => !e.background)).toBe(true);
+    expect(events.at(-1)).toEqual(expect.objectContaining({ model: 'ApiKey', background: false }));
+  });
+
   it('retries a failing job with backoff until it succeeds', async () => {
     const queue = uniqueQueue('flaky');
     const attempts: number[] = [];

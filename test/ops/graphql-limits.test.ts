@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from 'graphql-sse';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { operationHash, restPersistedOperations } from '../../src/ops/graphql-protection';
+import { operationHash, restPersistedOperations } from '../../src/graphql/plugins/protection';
 import { routes } from '../../src/rest/routes';
 import { type TestProject, useTestApp } from '../helpers/app';
 import { databaseLanes } from '../helpers/lanes';

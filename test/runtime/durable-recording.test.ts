@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
-import type { TurnRecorder } from '../../src/runtime/recorder';
 import { TURN_RECORD_QUEUE } from '../../src/runtime/turn-outbox';
+import type { TurnRecorder } from '../../src/runtime/turn-record';
 import { type TestProject, useTestApp } from '../helpers/app';
 import { describeEachDatabase } from '../helpers/lanes';
 import { interact, publish } from '../helpers/runtime';

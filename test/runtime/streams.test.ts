@@ -472,7 +472,7 @@ describeEachDatabase('runtime streams', (provider) => {
 
     const noEnv = await post(p.apiKey, { action: { type: 'launch' } }, path, { environment: 'staging' });
     expect(noEnv.status).toBe(404);
-    expect(noEnv.body.message).toMatch(/no environment "staging"/);
+    expect(noEnv.body.message).toBe('Environment "staging" not found');
 
     const noScope = await t.app.createProject({ scopes: ['analytics:read'] });
     const scoped = await post(noScope.apiKey, { action: { type: 'launch' } }, v2StreamPath(noScope.projectID, 'x'));

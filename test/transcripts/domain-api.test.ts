@@ -1,10 +1,10 @@
 import { expect, it } from 'vitest';
+import { resolveEnvironment } from '../../src/admin/environments';
 import {
   appendLogs,
   findOrCreateSessionTranscript,
   publishTranscriptLogs,
   recordSessionLogs,
-  resolveEnvironment,
 } from '../../src/transcripts/service';
 import { useTestApp } from '../helpers/app';
 import { describeEachDatabase } from '../helpers/lanes';
@@ -17,7 +17,7 @@ describeEachDatabase('the transcripts domain API (for the runtime)', (provider) 
 
   it('records turns of a session into one transcript, in order, also when turns race', async () => {
     const p = await t.app.createProject();
-    const environmentId = await resolveEnvironment(t.app.services.db.prisma, p.projectID, 'development');
+    const { id: environmentId } = await resolveEnvironment(t.app.services.db.prisma, p.projectID, 'development');
     const key = { projectId: p.projectID, environmentId, sessionId: 'runtime-session', userId: 'u' };
     const turns = await Promise.all(
       Array.from({ length: 6 }, (_, i) => recordSessionLogs(deps(), { ...key, logs: conversation(`turn ${i}`) })),
@@ -39,7 +39,7 @@ describeEachDatabase('the transcripts domain API (for the runtime)', (provider) 
   it("works inside a caller's transaction: a rollback leaves no transcript and no logs", async () => {
     const p = await t.app.createProject();
     const db = t.app.services.db.prisma;
-    const environmentId = await resolveEnvironment(db, p.projectID, null);
+    const { id: environmentId } = await resolveEnvironment(db, p.projectID, null);
     await expect(
       db.$transaction(async (tx) => {
         const transcript = await findOrCreateSessionTranscript(tx, {
@@ -81,7 +81,7 @@ describeEachDatabase('the transcripts domain API (for the runtime)', (provider) 
 
   it('purges kept originals after the retention period with the recurring job', async () => {
     const p = await t.app.createProject();
-    const environmentId = await resolveEnvironment(t.app.services.db.prisma, p.projectID, null);
+    const { id: environmentId } = await resolveEnvironment(t.app.services.db.prisma, p.projectID, null);
     const short = { ...deps(), retentionMs: 1 };
     const recorded = await recordSessionLogs(short, {
       projectId: p.projectID,

@@ -1,12 +1,5 @@
 import { type ResolveCursorConnectionArgs, resolveCursorConnection } from '@pothos/plugin-relay';
-import {
-  createApiKey,
-  createEnvironment,
-  createProject,
-  findApiKey,
-  revokeApiKey,
-  rotateApiKey,
-} from '../../admin/service';
+import { createApiKey, createEnvironment, createProject, revokeApiKey, rotateApiKey } from '../../admin/service';
 import {
   environmentAliasSchema,
   graceSecondsSchema,
@@ -15,10 +8,10 @@ import {
   scopesSchema,
 } from '../../admin/validation';
 import { scopes as allScopes, defaultKeyScopes, parseScopes, type Scope } from '../../auth/keys';
-import { actorOf, hasScope, reachesProject, reachesWorkspace } from '../../auth/principal';
-import { AppError, notFound } from '../../lib/errors';
+import { actorOf, hasScope } from '../../auth/principal';
+import { AppError } from '../../lib/errors';
 import type { AuditEventPayload } from '../../lib/pubsub';
-import { requireProject } from '../access';
+import { requireApiKey, requireProject, requireWorkspace, requireWorkspaceFilter } from '../access';
 import { builder } from '../builder';
 import type { Context } from '../context';
 
@@ -133,10 +126,11 @@ builder.queryFields((t) => ({
     args: { workspaceID: t.arg.id({ validate: idSchema }) },
     resolve: (query, _root, args, ctx) => {
       const p = ctx.principal;
+      const workspaceId = requireWorkspaceFilter(ctx, args.workspaceID ? String(args.workspaceID) : null);
       const where =
         p.kind === 'operator'
-          ? args.workspaceID
-            ? { workspaceId: String(args.workspaceID) }
+          ? workspaceId
+            ? { workspaceId }
             : {}
           : p.kind === 'key'
             ? p.projectId
@@ -151,7 +145,7 @@ builder.queryFields((t) => ({
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _root, args, ctx) => {
-      await requireProject(ctx, String(args.id), null);
+      await requireProject(ctx, String(args.id));
       return ctx.services.db.prisma.project.findUniqueOrThrow({ ...query, where: { id: String(args.id) } });
     },
   }),
@@ -160,7 +154,7 @@ builder.queryFields((t) => ({
     authScopes: { authenticated: true },
     args: { projectID: t.arg.id({ required: true }) },
     resolve: async (query, _root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), null);
+      const project = await requireProject(ctx, String(args.projectID));
       return ctx.services.db.prisma.environment.findMany({
         ...query,
         where: { projectId: project.id },
@@ -175,7 +169,7 @@ builder.queryFields((t) => ({
     args: { projectID: t.arg.id(), workspaceID: t.arg.id() },
     resolve: async (query, _root, args, ctx) => {
       if (args.projectID) {
-        const project = await requireProject(ctx, String(args.projectID), 'admin');
+        const project = await requireProject(ctx, String(args.projectID));
         return ctx.services.db.prisma.apiKey.findMany({
           ...query,
           where: { projectId: project.id },
@@ -211,39 +205,12 @@ builder.queryFields((t) => ({
   }),
 }));
 
-/**
- * The workspace the caller administers: the operator names one; a workspace key has its own;
- * a project key administers no workspace.
- */
-function requireWorkspace(ctx: Context, workspaceId: string | null): string {
-  const p = ctx.principal;
-  if (p.kind === 'operator') {
-    if (!workspaceId) throw new AppError('VALIDATION_FAILED', 'workspaceID is required for the operator');
-    return workspaceId;
-  }
-  if (p.kind === 'key' && p.projectId === null) {
-    if (workspaceId && workspaceId !== p.workspaceId) throw notFound('Workspace', workspaceId);
-    return p.workspaceId;
-  }
-  throw new AppError('INSUFFICIENT_SCOPE', 'A project key cannot administer a workspace; use a workspace key.');
-}
-
 /** A caller may hand out only scopes it holds itself. */
 function checkGrantable(ctx: Context, requested: readonly Scope[]): void {
   const missing = requested.filter((s) => !hasScope(ctx.principal, s));
   if (missing.length) {
     throw new AppError('INSUFFICIENT_SCOPE', `A key cannot grant scopes it lacks: ${missing.join(', ')}`);
   }
-}
-
-async function requireKeyReach(ctx: Context, keyId: string) {
-  const key = await findApiKey(ctx.services, keyId);
-  const p = ctx.principal;
-  const reaches = key.projectId
-    ? reachesProject(p, { id: key.projectId, workspaceId: key.workspaceId })
-    : reachesWorkspace(p, key.workspaceId);
-  if (!reaches) throw notFound('API key', keyId);
-  return key;
 }
 
 const adminDeps = (ctx: Context) => ({
@@ -329,8 +296,7 @@ builder.mutationFields((t) => ({
       if (p.kind === 'key') {
         if (p.projectId)
           throw new AppError('INSUFFICIENT_SCOPE', 'A project key cannot create projects; use a workspace key.');
-        if (workspaceId && workspaceId !== p.workspaceId) throw notFound('Workspace', workspaceId);
-        workspaceId = p.workspaceId;
+        workspaceId = requireWorkspace(ctx, workspaceId);
       }
       const keyScopes = (input.keyScopes as Scope[] | null | undefined) ?? undefined;
       if (keyScopes) checkGrantable(ctx, keyScopes);
@@ -361,7 +327,7 @@ builder.mutationFields((t) => ({
       let workspaceId: string;
       let projectId: string | null = null;
       if (input.projectID) {
-        const project = await requireProject(ctx, String(input.projectID), 'admin');
+        const project = await requireProject(ctx, String(input.projectID));
         workspaceId = project.workspaceId;
         projectId = project.id;
       } else {
@@ -384,7 +350,7 @@ builder.mutationFields((t) => ({
     authScopes: { scope: 'admin' },
     args: { id: t.arg.id({ required: true, validate: idSchema }) },
     resolve: async (query, _root, args, ctx) => {
-      await requireKeyReach(ctx, String(args.id));
+      await requireApiKey(ctx, String(args.id));
       await revokeApiKey(adminDeps(ctx), { keyId: String(args.id), actor: actorOf(ctx.principal) });
       return ctx.services.db.prisma.apiKey.findUniqueOrThrow({ ...query, where: { id: String(args.id) } });
     },
@@ -398,7 +364,7 @@ builder.mutationFields((t) => ({
       graceSeconds: t.arg.int({ defaultValue: 86_400, validate: graceSecondsSchema }),
     },
     resolve: async (_root, args, ctx) => {
-      await requireKeyReach(ctx, String(args.id));
+      await requireApiKey(ctx, String(args.id));
       const { created, previous } = await rotateApiKey(adminDeps(ctx), {
         keyId: String(args.id),
         graceSeconds: args.graceSeconds ?? 86_400,
@@ -415,7 +381,7 @@ builder.mutationFields((t) => ({
       alias: t.arg.string({ required: true, validate: environmentAliasSchema }),
     },
     resolve: async (query, _root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'admin');
+      const project = await requireProject(ctx, String(args.projectID));
       const env = await createEnvironment(adminDeps(ctx), {
         projectId: project.id,
         alias: args.alias,

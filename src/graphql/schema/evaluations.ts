@@ -16,10 +16,10 @@ import {
   queueEvaluationsBody,
   updateEvaluationBody,
 } from '../../evaluations/validation';
-import { requireProject } from '../access';
+import { requireOwned, requireProject } from '../access';
 import { builder } from '../builder';
 import type { Context } from '../context';
-import { requireOwned, TranscriptEventType, TranscriptSearchCriteriaInput } from './transcripts';
+import { TranscriptEventType, TranscriptSearchCriteriaInput } from './transcripts';
 
 /**
  * Evaluation definitions and results (DECISIONS.md §5). Reading needs `transcripts:read`;
@@ -229,7 +229,7 @@ builder.queryFields((t) => ({
     authScopes: { scope: 'transcripts:read' },
     args: { projectID: t.arg.id({ required: true }) },
     resolve: async (query, _root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'transcripts:read');
+      const project = await requireProject(ctx, String(args.projectID));
       return ctx.services.db.prisma.evaluation.findMany({
         ...query,
         where: { projectId: project.id },
@@ -242,7 +242,7 @@ builder.queryFields((t) => ({
     authScopes: { scope: 'transcripts:read' },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _root, args, ctx) => {
-      await requireOwned(ctx, 'Evaluation', String(args.id), 'transcripts:read');
+      await requireOwned(ctx, 'Evaluation', String(args.id));
       return ctx.services.db.prisma.evaluation.findUniqueOrThrow({ ...query, where: { id: String(args.id) } });
     },
   }),
@@ -256,7 +256,7 @@ builder.queryFields((t) => ({
     resolve: async (_root, { input }, ctx) => {
       // The original's estimate names no project: it is the evaluations' (a key that does not reach it sees 404).
       const projectID = input.projectID ?? (await projectOfEvaluations(ctx.services.db, input.evaluationIDs));
-      const project = await requireProject(ctx, projectID, 'transcripts:read');
+      const project = await requireProject(ctx, projectID);
       return estimateEvaluations(ctx.services.db, {
         projectId: project.id,
         criteria: input.criteria ?? {},
@@ -273,7 +273,7 @@ builder.mutationFields((t) => ({
     authScopes: { scope: 'admin' },
     args: { input: t.arg({ type: CreateEvaluationInput, required: true }).validate(createEvaluationBody) },
     resolve: async (query, _root, { input }, ctx) => {
-      await requireProject(ctx, input.projectID, 'admin');
+      await requireProject(ctx, input.projectID);
       const created = await createEvaluation(ctx.services.db, input);
       return ctx.services.db.prisma.evaluation.findUniqueOrThrow({ ...query, where: { id: created.id } });
     },
@@ -286,7 +286,7 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: UpdateEvaluationInput, required: true }).validate(updateEvaluationBody),
     },
     resolve: async (query, _root, args, ctx) => {
-      const projectId = await requireOwned(ctx, 'Evaluation', String(args.id), 'admin');
+      const { id: projectId } = await requireOwned(ctx, 'Evaluation', String(args.id));
       await updateEvaluation(ctx.services.db, { projectId, evaluationId: String(args.id), patch: args.input });
       return ctx.services.db.prisma.evaluation.findUniqueOrThrow({ ...query, where: { id: String(args.id) } });
     },
@@ -296,7 +296,7 @@ builder.mutationFields((t) => ({
     authScopes: { scope: 'admin' },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, args, ctx) => {
-      const projectId = await requireOwned(ctx, 'Evaluation', String(args.id), 'admin');
+      const { id: projectId } = await requireOwned(ctx, 'Evaluation', String(args.id));
       await deleteEvaluation(ctx.services.db, { projectId, evaluationId: String(args.id) });
       return String(args.id);
     },
@@ -311,7 +311,7 @@ builder.mutationFields((t) => ({
       transcriptID: t.arg.id({ required: true }),
     },
     resolve: async (query, _root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'transcripts:write');
+      const project = await requireProject(ctx, String(args.projectID));
       const done = await runEvaluationNow(evaluationDeps(ctx), {
         projectId: project.id,
         evaluationId: String(args.evaluationID),
@@ -329,7 +329,7 @@ builder.mutationFields((t) => ({
     authScopes: { scope: 'transcripts:write' },
     args: { input: t.arg({ type: QueueEvaluationsInput, required: true }).validate(queueEvaluationsBody) },
     resolve: async (_root, { input }, ctx) => {
-      const project = await requireProject(ctx, input.projectID, 'transcripts:write');
+      const project = await requireProject(ctx, input.projectID);
       return queueEvaluations(evaluationDeps(ctx), {
         projectId: project.id,
         evaluationIds: input.evaluationIDs,

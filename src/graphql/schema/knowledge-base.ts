@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Scope } from '../../auth/keys';
+import { resolveEnvironment } from '../../admin/environments';
 import {
   deleteDocument,
   type KbDeps,
@@ -33,11 +33,9 @@ import {
   metadataSchema,
   tableInputSchema,
 } from '../../kb/validation';
-import { AppError, notFound } from '../../lib/errors';
-import { isId } from '../../lib/ids';
+import { AppError } from '../../lib/errors';
 import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from '../../lib/storable-text';
-import { resolveEnvironment } from '../../transcripts/service';
-import { requireProject } from '../access';
+import { requireOwned, requireProjectOrKeyProject } from '../access';
 import { builder } from '../builder';
 import type { Context } from '../context';
 
@@ -46,35 +44,6 @@ import type { Context } from '../context';
  * and the query with metadata filters and synthesis. A project key works on its own project; a
  * workspace key or the operator names the project with `projectID`.
  */
-
-// ── Access ──────────────────────────────────────────────────────────────────────────────────────
-
-/** The project a knowledge-base call works on: `projectID`, else the project of a project key. */
-async function kbProject(ctx: Context, projectID: string | null | undefined, scope: Scope) {
-  const id = projectID ?? (ctx.principal.kind === 'key' ? ctx.principal.projectId : null);
-  if (!id) {
-    if (ctx.principal.kind === 'anonymous') throw new AppError('UNAUTHENTICATED', ctx.principal.reason);
-    throw new AppError('VALIDATION_FAILED', 'projectID: is required with a workspace key or the operator token', {
-      details: [{ path: 'projectID', message: 'is required with a workspace key or the operator token' }],
-    });
-  }
-  return requireProject(ctx, id, scope);
-}
-
-/** The project of a document the caller may act on with `scope`; 404 for documents it does not reach. */
-async function documentProject(ctx: Context, documentId: string, scope: Scope): Promise<string> {
-  const row = isId(documentId)
-    ? await ctx.services.db.prisma.kbDocument.findUnique({ where: { id: documentId }, select: { projectId: true } })
-    : null;
-  if (!row) throw notFound('Document', documentId);
-  try {
-    await requireProject(ctx, row.projectId, scope);
-  } catch (err) {
-    if (err instanceof AppError && err.code === 'NOT_FOUND') throw notFound('Document', documentId);
-    throw err;
-  }
-  return row.projectId;
-}
 
 const kbDeps = (ctx: Context): KbDeps => ({ db: ctx.services.db, pubsub: ctx.services.pubsub });
 
@@ -317,9 +286,9 @@ const KbQueryInputType = builder.inputType('KnowledgeBaseQueryInput', {
 
 /** Turns the query input into a request: project, environment and filter are checked here, before any work. */
 async function queryRequest(ctx: Context, input: KbQueryInput, signal?: AbortSignal): Promise<KbQueryRequest> {
-  const project = await kbProject(ctx, input.projectID, 'kb:read');
+  const project = await requireProjectOrKeyProject(ctx, input.projectID);
   const filter = parseMetadataFilter(input.filters ?? {});
-  const environmentId = await resolveEnvironment(ctx.services.db.prisma, project.id, input.environment);
+  const { id: environmentId } = await resolveEnvironment(ctx.services.db.prisma, project.id, input.environment);
   return {
     projectId: project.id,
     environmentId,
@@ -373,7 +342,7 @@ builder.queryFields((t) => ({
       status: t.arg({ type: KbDocumentStatusEnum }),
     },
     resolve: async (_root, args, ctx) => {
-      const project = await kbProject(ctx, args.projectID ? String(args.projectID) : null, 'kb:read');
+      const project = await requireProjectOrKeyProject(ctx, args.projectID ? String(args.projectID) : null);
       return listDocuments(ctx.services.db, {
         projectId: project.id,
         page: args.page ?? 1,
@@ -390,7 +359,7 @@ builder.queryFields((t) => ({
     args: { documentID: t.arg.id({ required: true }) },
     resolve: async (query, _root, args, ctx) => {
       const id = String(args.documentID);
-      await documentProject(ctx, id, 'kb:read');
+      await requireOwned(ctx, 'Document', id);
       return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id } });
     },
   }),
@@ -411,7 +380,7 @@ builder.mutationFields((t) => ({
     authScopes: { scope: 'kb:write' },
     args: { file: t.arg({ type: 'File', required: true }), ...uploadArgs(t) },
     resolve: async (query, _root, args, ctx) => {
-      const project = await kbProject(ctx, args.projectID ? String(args.projectID) : null, 'kb:write');
+      const project = await requireProjectOrKeyProject(ctx, args.projectID ? String(args.projectID) : null);
       const doc = await uploadDocument(kbDeps(ctx), {
         projectId: project.id,
         source: await fileSource(ctx, args.file),
@@ -435,7 +404,7 @@ builder.mutationFields((t) => ({
       ...uploadArgs(t),
     },
     resolve: async (query, _root, args, ctx) => {
-      const project = await kbProject(ctx, args.projectID ? String(args.projectID) : null, 'kb:write');
+      const project = await requireProjectOrKeyProject(ctx, args.projectID ? String(args.projectID) : null);
       const doc = await uploadDocument(kbDeps(ctx), {
         projectId: project.id,
         source: { kind: 'url', url: args.url, name: args.name ?? undefined },
@@ -458,7 +427,7 @@ builder.mutationFields((t) => ({
       wait: t.arg.boolean({ defaultValue: false }),
     },
     resolve: async (query, _root, args, ctx) => {
-      const project = await kbProject(ctx, args.projectID ? String(args.projectID) : null, 'kb:write');
+      const project = await requireProjectOrKeyProject(ctx, args.projectID ? String(args.projectID) : null);
       const input = args.input as z.infer<typeof tableInputSchema>;
       const doc = await uploadDocument(kbDeps(ctx), {
         projectId: project.id,
@@ -493,7 +462,7 @@ builder.mutationFields((t) => ({
           details: [{ path: 'file', message: 'send either a file or a url' }],
         });
       }
-      const projectId = await documentProject(ctx, documentId, 'kb:write');
+      const { id: projectId } = await requireOwned(ctx, 'Document', documentId);
       const current = await ctx.services.db.prisma.kbDocument.findUniqueOrThrow({
         where: { id: documentId },
         select: { kind: true },
@@ -522,7 +491,7 @@ builder.mutationFields((t) => ({
     },
     resolve: async (query, _root, args, ctx) => {
       const documentId = String(args.documentID);
-      const projectId = await documentProject(ctx, documentId, 'kb:write');
+      const { id: projectId } = await requireOwned(ctx, 'Document', documentId);
       await updateDocumentMetadata(kbDeps(ctx), { projectId, documentId, metadata: args.metadata });
       return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id: documentId } });
     },
@@ -533,7 +502,7 @@ builder.mutationFields((t) => ({
     args: { documentID: t.arg.id({ required: true }) },
     resolve: async (_root, args, ctx) => {
       const documentId = String(args.documentID);
-      const projectId = await documentProject(ctx, documentId, 'kb:write');
+      const { id: projectId } = await requireOwned(ctx, 'Document', documentId);
       await deleteDocument(ctx.services.db, { projectId, documentId });
       return true;
     },

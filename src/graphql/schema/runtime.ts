@@ -1,9 +1,8 @@
 import { idSchema } from '../../admin/validation';
 import { actorOf } from '../../auth/principal';
-import { AppError } from '../../lib/errors';
-import type { TurnRecord } from '../../runtime/recorder';
 import type { TurnEvent, TurnRequest } from '../../runtime/service';
 import type { OutputTrace } from '../../runtime/trace-format';
+import type { TurnRecord } from '../../runtime/turn-record';
 import type { RuntimeAction, RuntimeState } from '../../runtime/types';
 import {
   actionSchema,
@@ -15,7 +14,7 @@ import {
   stateSchema,
   userIdSchema,
 } from '../../runtime/validation';
-import { requireProject } from '../access';
+import { requireOwned, requireProject } from '../access';
 import { builder } from '../builder';
 import type { Context } from '../context';
 import { EnvironmentType } from './admin';
@@ -253,7 +252,7 @@ async function stateRef(
   ctx: Context,
   args: { projectID: string | number; userID: string; environment?: string | null },
 ) {
-  const project = await requireProject(ctx, String(args.projectID), 'runtime:interact');
+  const project = await requireProject(ctx, String(args.projectID));
   return { projectId: project.id, environment: args.environment ?? 'development', userId: args.userID };
 }
 
@@ -264,7 +263,7 @@ builder.queryFields((t) => ({
     authScopes: { scope: 'admin' },
     args: { projectID: t.arg.id({ required: true }) },
     resolve: async (query, _root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'admin');
+      const project = await requireProject(ctx, String(args.projectID));
       return ctx.services.db.prisma.agent.findMany({
         ...query,
         where: { projectId: project.id },
@@ -277,12 +276,7 @@ builder.queryFields((t) => ({
     authScopes: { scope: 'admin' },
     args: { id: t.arg.id({ required: true, validate: idSchema }) },
     resolve: async (query, _root, args, ctx) => {
-      const found = await ctx.services.db.prisma.agentVersion.findUnique({
-        where: { id: String(args.id) },
-        select: { projectId: true },
-      });
-      if (!found) throw new AppError('NOT_FOUND', `Agent version "${args.id}" not found`);
-      await requireProject(ctx, found.projectId, 'admin');
+      await requireOwned(ctx, 'Agent version', String(args.id));
       return ctx.services.db.prisma.agentVersion.findUniqueOrThrow({ ...query, where: { id: String(args.id) } });
     },
   }),
@@ -292,7 +286,7 @@ builder.queryFields((t) => ({
     authScopes: { scope: 'admin' },
     args: { projectID: t.arg.id({ required: true }) },
     resolve: async (query, _root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'admin');
+      const project = await requireProject(ctx, String(args.projectID));
       return ctx.services.db.prisma.agentDeployment.findMany({
         ...query,
         where: { environment: { projectId: project.id } },
@@ -328,7 +322,7 @@ builder.mutationFields((t) => ({
     authScopes: { scope: 'admin' },
     args: { input: t.arg({ type: PublishAgentInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const project = await requireProject(ctx, String(input.projectID), 'admin');
+      const project = await requireProject(ctx, String(input.projectID));
       return ctx.services.runtime.publish({
         projectId: project.id,
         environment: input.environment ?? 'development',
@@ -347,7 +341,7 @@ builder.mutationFields((t) => ({
       environment: t.arg.string({ required: true, validate: environmentRefSchema }),
     },
     resolve: async (query, _root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'admin');
+      const project = await requireProject(ctx, String(args.projectID));
       const deployed = await ctx.services.runtime.deploy({
         projectId: project.id,
         versionId: String(args.versionID),
@@ -372,7 +366,7 @@ builder.mutationFields((t) => ({
       request: t.arg({ type: InteractRequestInput, required: true }),
     },
     resolve: async (_root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'runtime:interact');
+      const project = await requireProject(ctx, String(args.projectID));
       const handle = await ctx.services.runtime.startTurn(
         turnRequest(
           { projectID: project.id, userID: args.userID, environment: args.environment ?? 'development' },
@@ -445,7 +439,7 @@ builder.subscriptionField('interact', (t) =>
     },
     // Everything that can be refused is checked here, before any event: errors are ordinary errors.
     subscribe: async (_root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'runtime:interact');
+      const project = await requireProject(ctx, String(args.projectID));
       const profile = args.format === 'BETA' ? 'beta' : args.completionEvents ? 'v2-completion-events' : 'v2';
       const handle = await ctx.services.runtime.startTurn(
         turnRequest(

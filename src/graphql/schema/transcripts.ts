@@ -1,7 +1,6 @@
 import DataLoader from 'dataloader';
 import { z } from 'zod';
-import type { Scope } from '../../auth/keys';
-import { AppError, notFound } from '../../lib/errors';
+import { notFound } from '../../lib/errors';
 import { isId } from '../../lib/ids';
 import type { TranscriptEventPayload } from '../../lib/pubsub';
 import {
@@ -38,7 +37,7 @@ import {
   takeSchema,
   updatePropertyBody,
 } from '../../transcripts/validation';
-import { requireProject } from '../access';
+import { requireOwned, requireProject } from '../access';
 import { builder } from '../builder';
 import type { Context } from '../context';
 
@@ -46,34 +45,6 @@ import type { Context } from '../context';
  * Transcripts, their logs, property definitions and values (DECISIONS.md §5). Resolvers check
  * access and call src/transcripts; the shapes follow the original service's response schemas.
  */
-
-// ── Access ──────────────────────────────────────────────────────────────────────────────────────
-
-type OwnedKind = 'Transcript' | 'Transcript property' | 'Evaluation';
-
-/**
- * The project of a transcript, property or evaluation the caller may act on with `scope`. An ID
- * that does not exist and one of a project the key does not reach both answer 404 for that thing.
- */
-export async function requireOwned(ctx: Context, kind: OwnedKind, id: string, scope: Scope): Promise<string> {
-  const prisma = ctx.services.db.prisma;
-  const select = { select: { projectId: true } } as const;
-  const row = !isId(id)
-    ? null
-    : kind === 'Transcript'
-      ? await prisma.transcript.findUnique({ where: { id }, ...select })
-      : kind === 'Transcript property'
-        ? await prisma.transcriptProperty.findUnique({ where: { id }, ...select })
-        : await prisma.evaluation.findUnique({ where: { id }, ...select });
-  if (!row) throw notFound(kind, id);
-  try {
-    await requireProject(ctx, row.projectId, scope);
-  } catch (err) {
-    if (err instanceof AppError && err.code === 'NOT_FOUND') throw notFound(kind, id);
-    throw err;
-  }
-  return row.projectId;
-}
 
 export const transcriptDeps = (ctx: Context): TranscriptDeps => ({
   db: ctx.services.db,
@@ -373,12 +344,12 @@ builder.queryFields((t) => ({
     },
     validate: z.looseObject({ first: takeSchema.nullish(), last: takeSchema.nullish() }),
     totalCount: async (_parent, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'transcripts:read');
+      const project = await requireProject(ctx, String(args.projectID));
       const where = await searchWhere(ctx, project.id, args.criteria as SearchCriteria | null, args);
       return ctx.services.db.prisma.transcript.count({ where });
     },
     resolve: async (query, _root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'transcripts:read');
+      const project = await requireProject(ctx, String(args.projectID));
       const where = await searchWhere(ctx, project.id, args.criteria as SearchCriteria | null, args);
       return ctx.services.db.prisma.transcript.findMany({
         ...query,
@@ -393,7 +364,7 @@ builder.queryFields((t) => ({
     authScopes: { scope: 'transcripts:read' },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _root, args, ctx) => {
-      await requireOwned(ctx, 'Transcript', String(args.id), 'transcripts:read');
+      await requireOwned(ctx, 'Transcript', String(args.id));
       return ctx.services.db.prisma.transcript.findUniqueOrThrow({ ...query, where: { id: String(args.id) } });
     },
   }),
@@ -403,7 +374,7 @@ builder.queryFields((t) => ({
     authScopes: { scope: 'transcripts:read' },
     args: { projectID: t.arg.id({ required: true }) },
     resolve: async (query, _root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'transcripts:read');
+      const project = await requireProject(ctx, String(args.projectID));
       return ctx.services.db.prisma.transcriptProperty.findMany({
         ...query,
         where: { projectId: project.id },
@@ -416,7 +387,7 @@ builder.queryFields((t) => ({
     authScopes: { scope: 'transcripts:read' },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _root, args, ctx) => {
-      await requireOwned(ctx, 'Transcript property', String(args.id), 'transcripts:read');
+      await requireOwned(ctx, 'Transcript property', String(args.id));
       return ctx.services.db.prisma.transcriptProperty.findUniqueOrThrow({ ...query, where: { id: String(args.id) } });
     },
   }),
@@ -426,7 +397,7 @@ builder.queryFields((t) => ({
     authScopes: { scope: 'transcripts:read' },
     args: { transcriptID: t.arg.id({ required: true }) },
     resolve: async (query, _root, args, ctx) => {
-      await requireOwned(ctx, 'Transcript', String(args.transcriptID), 'transcripts:read');
+      await requireOwned(ctx, 'Transcript', String(args.transcriptID));
       return ctx.services.db.prisma.transcriptPropertyValue.findMany({
         ...query,
         where: { transcriptId: String(args.transcriptID) },
@@ -439,7 +410,7 @@ builder.queryFields((t) => ({
     authScopes: { scope: 'transcripts:read' },
     args: { projectID: t.arg.id({ required: true }) },
     resolve: async (_root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'transcripts:read');
+      const project = await requireProject(ctx, String(args.projectID));
       const rows = await ctx.services.db.prisma.transcriptRedactionPattern.findMany({
         where: { projectId: project.id },
         orderBy: { createdAt: 'asc' },
@@ -480,7 +451,7 @@ builder.mutationFields((t) => ({
     authScopes: { scope: 'transcripts:write' },
     args: { input: t.arg({ type: CreateTranscriptInput, required: true }).validate(createTranscriptBody) },
     resolve: async (query, _root, { input }, ctx) => {
-      const project = await requireProject(ctx, input.projectID, 'transcripts:write');
+      const project = await requireProject(ctx, input.projectID);
       const created = await createTranscript(transcriptDeps(ctx), {
         projectId: project.id,
         environment: input.environment,
@@ -500,7 +471,7 @@ builder.mutationFields((t) => ({
       logs: t.arg({ type: [TranscriptLogInput], required: true }).validate(appendLogsBody.shape.logs),
     },
     resolve: async (_root, args, ctx) => {
-      const projectId = await requireOwned(ctx, 'Transcript', String(args.transcriptID), 'transcripts:write');
+      const { id: projectId } = await requireOwned(ctx, 'Transcript', String(args.transcriptID));
       return appendTranscriptLogs(transcriptDeps(ctx), {
         projectId,
         transcriptId: String(args.transcriptID),
@@ -514,7 +485,7 @@ builder.mutationFields((t) => ({
     authScopes: { scope: 'transcripts:write' },
     args: { projectID: t.arg.id({ required: true }), transcriptID: t.arg.id({ required: true }) },
     resolve: async (_root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'transcripts:write');
+      const project = await requireProject(ctx, String(args.projectID));
       const transcriptId = String(args.transcriptID);
       if (!isId(transcriptId)) throw notFound('Transcript', transcriptId);
       const ended = await endTranscript(transcriptDeps(ctx), { projectId: project.id, transcriptId });
@@ -526,7 +497,7 @@ builder.mutationFields((t) => ({
     authScopes: { scope: 'transcripts:write' },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, args, ctx) => {
-      const projectId = await requireOwned(ctx, 'Transcript', String(args.id), 'transcripts:write');
+      const { id: projectId } = await requireOwned(ctx, 'Transcript', String(args.id));
       await deleteTranscript(ctx.services.db, { projectId, transcriptId: String(args.id) });
       return String(args.id);
     },
@@ -536,7 +507,7 @@ builder.mutationFields((t) => ({
     authScopes: { scope: 'transcripts:write' },
     args: { input: t.arg({ type: CreateTranscriptPropertyInput, required: true }).validate(createPropertyBody) },
     resolve: async (query, _root, { input }, ctx) => {
-      const project = await requireProject(ctx, input.projectID, 'transcripts:write');
+      const project = await requireProject(ctx, input.projectID);
       const created = await createProperty(ctx.services.db, {
         projectId: project.id,
         name: input.name,
@@ -554,7 +525,7 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: UpdateTranscriptPropertyInput, required: true }).validate(updatePropertyBody),
     },
     resolve: async (query, _root, args, ctx) => {
-      const projectId = await requireOwned(ctx, 'Transcript property', String(args.id), 'transcripts:write');
+      const { id: projectId } = await requireOwned(ctx, 'Transcript property', String(args.id));
       await updateProperty(ctx.services.db, {
         projectId,
         propertyId: String(args.id),
@@ -569,7 +540,7 @@ builder.mutationFields((t) => ({
     authScopes: { scope: 'transcripts:write' },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, args, ctx) => {
-      const projectId = await requireOwned(ctx, 'Transcript property', String(args.id), 'transcripts:write');
+      const { id: projectId } = await requireOwned(ctx, 'Transcript property', String(args.id));
       await deleteProperty(ctx.services.db, { projectId, propertyId: String(args.id) });
       return String(args.id);
     },
@@ -580,7 +551,7 @@ builder.mutationFields((t) => ({
     authScopes: { scope: 'transcripts:write' },
     args: { input: t.arg({ type: SetTranscriptPropertyValueInput, required: true }).validate(setPropertyValueBody) },
     resolve: async (query, _root, { input }, ctx) => {
-      const projectId = await requireOwned(ctx, 'Transcript', input.transcriptID, 'transcripts:write');
+      const { id: projectId } = await requireOwned(ctx, 'Transcript', input.transcriptID);
       await setPropertyValue(ctx.services.db, {
         projectId,
         propertyId: input.propertyID,
@@ -598,7 +569,7 @@ builder.mutationFields((t) => ({
     authScopes: { scope: 'transcripts:write' },
     args: { transcriptID: t.arg.id({ required: true }), propertyID: t.arg.id({ required: true }) },
     resolve: async (_root, args, ctx) => {
-      const projectId = await requireOwned(ctx, 'Transcript', String(args.transcriptID), 'transcripts:write');
+      const { id: projectId } = await requireOwned(ctx, 'Transcript', String(args.transcriptID));
       await deletePropertyValue(ctx.services.db, {
         projectId,
         transcriptId: String(args.transcriptID),
@@ -616,7 +587,7 @@ builder.mutationFields((t) => ({
       patterns: t.arg.stringList({ required: true }).validate(redactionPatternsSchema),
     },
     resolve: async (_root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'admin');
+      const project = await requireProject(ctx, String(args.projectID));
       await setRedactionPatterns(ctx.services.db, { projectId: project.id, patterns: args.patterns });
       return args.patterns;
     },
@@ -659,7 +630,7 @@ builder.subscriptionField('transcriptEvents', (t) =>
     authScopes: { scope: 'transcripts:read' },
     args: { transcriptID: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {
-      await requireOwned(ctx, 'Transcript', String(args.transcriptID), 'transcripts:read');
+      await requireOwned(ctx, 'Transcript', String(args.transcriptID));
       return ctx.services.pubsub.subscribe('transcriptEvent', String(args.transcriptID));
     },
     resolve: (event) => event,

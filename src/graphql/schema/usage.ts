@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { type UsageRange, usageTimeSeries, usageTotals } from '../../analytics/aggregates';
 import { resolveEnvironmentFilter, resolveEventEnvironments } from '../../analytics/environments';
+import { queryUsage, type TopIntentsResult, type UsageItemsResult, type UsageResult } from '../../analytics/query';
+import { granularities } from '../../analytics/time-buckets';
+import { recordUsageEvents } from '../../analytics/usage-event-writer';
 import {
   type AgentUsageItem,
   type ApiCallsItem,
@@ -12,10 +15,7 @@ import {
   type UsageQueryName,
   usageEventKinds,
   usageQueryNames,
-} from '../../analytics/metrics';
-import { queryUsage, type TopIntentsResult, type UsageItemsResult, type UsageResult } from '../../analytics/query';
-import { recordUsageEvents } from '../../analytics/recorder';
-import { granularities } from '../../analytics/time-buckets';
+} from '../../analytics/usage-metrics';
 import {
   type IngestedUsageEvent,
   type ParsedUsageFilter,
@@ -333,7 +333,7 @@ const UsageCountersUpdateType = builder.objectRef<UsageCountersPayload>('UsageCo
  * when the project does not exist, so that existence does not leak).
  */
 async function usageProject(ctx: Context, projectID: string, environments: string[] | null) {
-  const project = await requireProject(ctx, projectID, 'analytics:read', { denyAs: 'unauthorized' });
+  const project = await requireProject(ctx, projectID, { denyAs: 'unauthorized' });
   const environmentIds = await resolveEnvironmentFilter(ctx.services.db, project.id, environments, (other) =>
     reachesProject(ctx.principal, other),
   );
@@ -424,7 +424,7 @@ async function requireIngestionProjects(ctx: Context, events: readonly IngestedU
   });
   const checks = [...firstIndex].map(async ([projectId, index]) => {
     try {
-      await requireProject(ctx, projectId, 'analytics:write');
+      await requireProject(ctx, projectId);
     } catch (err) {
       if (err instanceof AppError && err.code === 'NOT_FOUND') {
         throw new AppError('NOT_FOUND', err.message, {
@@ -476,7 +476,7 @@ builder.subscriptionField('usageCounters', (t) =>
     authScopes: { scope: 'analytics:read' },
     args: { projectID: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID), 'analytics:read', { denyAs: 'unauthorized' });
+      const project = await requireProject(ctx, String(args.projectID), { denyAs: 'unauthorized' });
       return ctx.services.pubsub.subscribe('usageCounters', project.id);
     },
     resolve: (update) => update,

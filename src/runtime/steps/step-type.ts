@@ -2,7 +2,6 @@ import type { z } from 'zod';
 import type { LlmProvider } from '../../llm';
 import type { EntitySpec } from '../nlu/entities';
 import type { IntentMatch } from '../nlu/matcher';
-import type { CompiledProgram } from '../program/compile';
 import type { CodeSandbox } from '../sandbox/code-sandbox';
 import type { RuntimeAction } from '../types';
 
@@ -53,9 +52,18 @@ export interface StepProblem {
   message: string;
 }
 
+/**
+ * What a step sees of the program it belongs to. A narrow view rather than the compiled program:
+ * the compiler (program/compile.ts) is built from the step registry, so steps must not depend on it.
+ */
+export interface StepProgram {
+  /** Declared variables and their defaults. */
+  readonly variables: ReadonlyMap<string, unknown>;
+}
+
 /** What a step's own validation hook may look at. */
 export interface StepValidationContext {
-  program: CompiledProgram;
+  program: StepProgram;
   flowId: string;
 }
 
@@ -182,7 +190,7 @@ export interface StepServices {
 }
 
 export interface StepContext {
-  readonly program: CompiledProgram;
+  readonly program: StepProgram;
   readonly flowId: string;
   readonly userID: string;
   /** Aborted when the turn's time limit is reached. */

@@ -1,4 +1,4 @@
-import type { PrismaDb } from '../db/client';
+import type { PrismaDb } from './client';
 
 /**
  * A Prisma client or an interactive transaction's client. Domain functions that take one can run

@@ -17,9 +17,8 @@ import {
   visitWithTypeInfo,
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { type Config, ConfigError } from '../env';
-import type { Context } from '../graphql/context';
-import type { RestRoute } from '../rest/adapter';
+import { type Config, ConfigError } from '../../env';
+import type { Context } from '../context';
 
 /**
  * What one GraphQL operation may ask of the server: depth, cost, aliases, tokens and directives
@@ -218,8 +217,11 @@ export function loadPersistedOperations(file: string): PersistedOperations {
   return { byHash, documents };
 }
 
-/** The persisted-operations file of the built-in REST documents (scripts/export-persisted-operations.ts). */
-export function restPersistedOperations(routes: readonly RestRoute[]): Record<string, string> {
+/**
+ * A persisted-operations file (hash → document) of the documents that `routes` run: the REST
+ * routes' built-in documents, for scripts/export-persisted-operations.ts.
+ */
+export function restPersistedOperations(routes: readonly { operation: string }[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const route of routes) out[operationHash(route.operation)] = route.operation;
   return out;

@@ -1,10 +1,9 @@
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { type DocumentNode, type ExecutionResult, getOperationAST } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
-import type { Context } from '../graphql/context';
-import type { Metrics } from './metrics';
-import type { RestOperationMarker } from './rate-limit';
-import { tracer } from './tracing';
+import type { Metrics } from '../../ops/prometheus';
+import { tracer } from '../../ops/tracing';
+import type { Context, RestOperationMarker } from '../context';
 
 /**
  * A span and metrics per GraphQL operation, whether it came over /graphql or through a REST route

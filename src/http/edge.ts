@@ -1,20 +1,37 @@
 import type { Express, Request } from 'express';
-import { routes } from '../rest/routes';
-import type { AppServices } from '../services';
-import { corsMiddleware, metricsHandler, requestObservability, securityHeaders } from './http';
+import type { Authenticator } from '../auth/authenticate';
+import type { Config } from '../env';
+import type { Logger } from '../lib/logger';
+import type { Ops } from '../ops';
+import { corsMiddleware, metricsHandler, requestObservability, securityHeaders } from './middleware';
 import { rateLimitMiddleware } from './rate-limit';
-import { createRouteMatcher } from './route-groups';
+import { createRouteMatcher } from './route-matcher';
 
 /** Paths of the instance itself, never rate limited: health, readiness and metrics. */
 const ownPaths = ['/healthz', '/readyz', '/metrics'];
 
+/** What the HTTP edge needs of the instance (`AppServices` satisfies it). */
+export interface EdgeServices {
+  config: Config;
+  logger: Logger;
+  auth: Pick<Authenticator, 'authenticate'>;
+  ops: Pick<Ops, 'metrics' | 'rateLimiter' | 'streams'>;
+}
+
+export interface EdgeOptions {
+  graphqlEndpoint: string;
+  /** The REST routes' method and path pattern, which name requests in metrics and spans. */
+  routes: readonly { method: string; path: string }[];
+}
+
 /**
- * The HTTP layer's operational middleware, installed first: a span and metrics per request,
+ * The HTTP edge's operational middleware, installed first: a span and metrics per request,
  * CORS (preflights answered here), security headers, and GET /metrics.
  */
-export function useOpsMiddleware(app: Express, services: AppServices, graphqlEndpoint: string): void {
+export function useEdgeMiddleware(app: Express, services: EdgeServices, opts: EdgeOptions): void {
   const { config, ops } = services;
-  const matchRoute = createRouteMatcher(routes);
+  const { graphqlEndpoint } = opts;
+  const matchRoute = createRouteMatcher(opts.routes);
   const isGraphQL = (path: string) => path === graphqlEndpoint || path.startsWith(`${graphqlEndpoint}/`);
   const routeOf = (req: Request) => {
     if (isGraphQL(req.path))
@@ -33,7 +50,7 @@ export function useOpsMiddleware(app: Express, services: AppServices, graphqlEnd
  * Rate limits for every request but the instance's own paths and GraphQL (whose operations are
  * limited in the GraphQL pipeline, by the groups of their fields).
  */
-export function opsRateLimit(services: AppServices, graphqlEndpoint: string) {
+export function edgeRateLimit(services: EdgeServices, graphqlEndpoint: string) {
   return rateLimitMiddleware(
     {
       limiter: services.ops.rateLimiter,

@@ -4,14 +4,15 @@ import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { constantTimeEqual } from '../auth/keys';
 import type { Config } from '../env';
+import type { Metrics } from '../ops/prometheus';
+import type { OpenStreams } from '../ops/streams';
+import { extractContext, tracer } from '../ops/tracing';
 import { sendError } from '../rest/errors';
-import type { Metrics } from './metrics';
-import { extractContext, tracer } from './tracing';
 
 /**
  * The HTTP hygiene and signals around every request: CORS, security headers, a span and metrics
- * per request labelled by route pattern, the registry of open SSE streams (for the gauge and for
- * shutdown), and GET /metrics.
+ * per request labelled by route pattern, adding event-stream responses to the instance's open
+ * streams (src/ops/streams.ts, for the gauge and for shutdown), and GET /metrics.
  */
 
 /** Headers a browser client may send, and those it may read, across origins. */
@@ -68,33 +69,6 @@ export function securityHeaders(opts: { graphiql: boolean; graphqlEndpoint: stri
     res.setHeader('Content-Security-Policy', graphiqlPage ? graphiqlCsp : apiCsp);
     base(req, res, next);
   };
-}
-
-export type StreamKind = 'rest' | 'graphql';
-
-interface OpenStream {
-  kind: StreamKind;
-  res: Response;
-}
-
-/** The SSE responses open now: runtime turns over REST, and GraphQL subscriptions. */
-export class OpenStreams {
-  private readonly open = new Set<OpenStream>();
-
-  constructor(private readonly metrics: Metrics | null) {}
-
-  add(kind: StreamKind, res: Response): void {
-    const entry = { kind, res };
-    this.open.add(entry);
-    this.metrics?.sseOpen.inc({ kind });
-    res.once('close', () => {
-      if (this.open.delete(entry)) this.metrics?.sseOpen.dec({ kind });
-    });
-  }
-
-  count(kind?: StreamKind): number {
-    return [...this.open].filter((s) => !kind || s.kind === kind).length;
-  }
 }
 
 /** Whether a writeHead call (or the headers set before it) makes this response an event stream. */

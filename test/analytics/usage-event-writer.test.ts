@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
 import type { UsageEvent } from '../../src/analytics/events';
-import { usageQueryNames } from '../../src/analytics/metrics';
 import { queryUsage } from '../../src/analytics/query';
 import { queryUsageFromEvents } from '../../src/analytics/raw-events';
-import { recordUsageEvents, writeUsageEvents } from '../../src/analytics/recorder';
+import { recordUsageEvents, writeUsageEvents } from '../../src/analytics/usage-event-writer';
+import { usageQueryNames } from '../../src/analytics/usage-metrics';
 import { projectRoot } from '../../src/db/schema-source';
 import { AppError } from '../../src/lib/errors';
 import type { TestProject } from '../helpers/app';
@@ -101,7 +101,7 @@ async function startSecondInstance(url: string, batches: UsageEvent[][]): Promis
   };
 }
 
-describeEachDatabase('usage recorder', (provider) => {
+describeEachDatabase('usage event writer', (provider) => {
   const t = useTestApp(provider);
   let p: TestProject;
   let envs: string[];

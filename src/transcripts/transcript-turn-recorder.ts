@@ -1,4 +1,4 @@
-import type { TurnRecorder } from '../runtime/recorder';
+import type { TurnRecorder } from '../runtime/turn-record';
 import { recordSessionLogs, type TranscriptDeps } from './service';
 import type { LogInput } from './validation';
 

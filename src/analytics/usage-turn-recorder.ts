@@ -1,6 +1,6 @@
-import type { UsageEvent } from '../analytics/events';
-import { recordUsageEvents, type UsageRecorderDeps } from '../analytics/recorder';
-import type { TurnRecord, TurnRecorder } from './recorder';
+import type { TurnRecord, TurnRecorder } from '../runtime/turn-record';
+import type { UsageEvent } from './events';
+import { recordUsageEvents, type UsageWriterDeps } from './usage-event-writer';
 
 /**
  * The usage events of one turn (DECISIONS.md §4): an interaction by action type (its user counts
@@ -56,8 +56,11 @@ export function usageEventsOfTurn(turn: TurnRecord): UsageEvent[] {
   return events;
 }
 
-/** Records each turn's usage events through the usage recorder. */
-export function createUsageTurnRecorder(deps: UsageRecorderDeps): TurnRecorder {
+/**
+ * The TurnRecorder of usage analytics: writes each turn's usage events (`usageEventsOfTurn`) in a
+ * transaction of their own and announces the changed counters.
+ */
+export function createUsageTurnRecorder(deps: UsageWriterDeps): TurnRecorder {
   return {
     async record(turn) {
       await recordUsageEvents(deps, usageEventsOfTurn(turn));

@@ -59,6 +59,12 @@ export interface TurnRecord {
   finishedAt: Date;
 }
 
+/**
+ * Something that records a finished turn somewhere. The ones installed by `createServices`:
+ * `createTranscriptTurnRecorder` (src/transcripts/transcript-turn-recorder.ts, the session's
+ * transcript), `createUsageTurnRecorder` (src/analytics/usage-turn-recorder.ts, usage events) and
+ * `createLoggingTurnRecorder` below, side by side through `combineTurnRecorders`.
+ */
 export interface TurnRecorder {
   /**
    * Called for every turn, in turn order per user, at least once: it must be idempotent per
@@ -68,10 +74,7 @@ export interface TurnRecorder {
   record(turn: TurnRecord): Promise<void>;
 }
 
-/**
- * The recorder until transcripts (issue 4) and usage events (issue 5) land: one structured log
- * line per turn, which is what an operator can see of a turn today.
- */
+/** One structured log line per turn (component `runtime`), beside the transcript and usage recorders. */
 export function createLoggingTurnRecorder(logger: Logger): TurnRecorder {
   const log = logger.child({ component: 'runtime' });
   return {

@@ -6,10 +6,10 @@ import { newId } from '../lib/ids';
 import type { AppPubSub, UsageCountersPayload } from '../lib/pubsub';
 import {
   counterDimensionsOf,
-  recorderEventSchema,
   toEventRow,
   type UsageEvent,
   type UsageEventRow,
+  usageEventSchema,
   usageLimits,
 } from './events';
 import {
@@ -19,10 +19,12 @@ import {
   periodOf,
   type UsageDimensions,
   type UsageQueryName,
-} from './metrics';
+} from './usage-metrics';
 
 /**
- * Records usage events and keeps the hourly counters exact, in one transaction:
+ * The usage event writer: the one place that stores usage events (from the runtime's turns through
+ * ./usage-turn-recorder.ts, from evaluations, the knowledge base and ingestion). It writes the
+ * events and keeps the hourly counters exact, in one transaction:
  *
  * 1. the events go to UsageEvent (an event whose idempotency key is already there is skipped);
  * 2. each (environment, hour, user) goes to UsageHourUser with ON CONFLICT DO NOTHING, and only
@@ -39,7 +41,7 @@ import {
  * and binding tens of thousands of single parameters through Prisma cost more than the writes.
  */
 
-/** A Prisma client or interactive-transaction client: what the recorder writes through. */
+/** A Prisma client or interactive-transaction client: what the writer writes through. */
 export type UsageTx = Pick<PrismaDb, '$executeRaw' | '$queryRaw'>;
 
 /** The new value of an hourly total that a write changed. */
@@ -61,7 +63,7 @@ export interface RecordedUsage {
   counters: UsageCounter[];
 }
 
-export interface UsageRecorderDeps {
+export interface UsageWriterDeps {
   db: Db;
   /** Where to announce the changed counters; absent: nobody is told. */
   pubsub?: AppPubSub;
@@ -101,7 +103,7 @@ function storedTimestamp(provider: Provider, date: Date): string {
 /** Validates what an internal caller passes; a bad event is a bug in the caller, reported as such. */
 function checkEvents(events: readonly UsageEvent[]): void {
   const problems = events.flatMap((event, index) => {
-    const parsed = recorderEventSchema.safeParse(event);
+    const parsed = usageEventSchema.safeParse(event);
     return parsed.success ? [] : issuesToDetails(parsed.error.issues, String(index));
   });
   if (problems.length) {
@@ -391,14 +393,14 @@ export async function writeUsageEvents(
  * All or nothing: if any event is invalid or a write fails, nothing is stored.
  */
 export async function recordUsageEvents(
-  deps: UsageRecorderDeps,
+  deps: UsageWriterDeps,
   events: readonly UsageEvent[],
   opts: { now?: Date } = {},
 ): Promise<RecordedUsage> {
   if (events.length === 0) return { recorded: 0, duplicates: 0, counters: [] };
-  if (events.length > usageLimits.recorderBatch) {
+  if (events.length > usageLimits.writeBatch) {
     // A transaction holds its counters locked until it commits; keep transactions short.
-    throw new AppError('VALIDATION_FAILED', `Record at most ${usageLimits.recorderBatch} usage events at a time.`);
+    throw new AppError('VALIDATION_FAILED', `Record at most ${usageLimits.writeBatch} usage events at a time.`);
   }
   const recorded = await deps.db.prisma.$transaction(
     (tx) => writeUsageEvents(tx, events, { provider: deps.db.provider, now: opts.now }),

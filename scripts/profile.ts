@@ -1,0 +1,189 @@
+/**
+ * npm run profile -- <turn|graphql|ingest|kb-query> [--provider sqlite|postgresql] [--seconds N]
+ *
+ * Where the time of one kind of operation goes (docs/performance.md). Starts a Parley server in a
+ * child process (scripts/profile-server.ts), warms it up, drives the scenario's load for N seconds
+ * from this process with V8's CPU profiler on in the server, then prints:
+ * - operations per second, and SQL statements, transactions, commits and Prisma operations per operation
+ *   (counted at the driver adapter);
+ * - the CPU profile's self time by area (our src/ folders, each npm package, Node internals, GC)
+ *   and the top functions by self time.
+ * The .cpuprofile file is kept under tmp/profiles/ for Chrome DevTools or speedscope.
+ */
+import { fork } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { batch, post, random } from '../bench/usage.bench';
+
+const scenarios = ['turn', 'graphql', 'ingest', 'kb-query'] as const;
+type Scenario = (typeof scenarios)[number];
+
+const args = process.argv.slice(2);
+const scenario = args.find((a) => !a.startsWith('--')) as Scenario | undefined;
+const option = (name: string, fallback: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] ? (args[i + 1] as string) : fallback;
+};
+if (!scenario || !scenarios.includes(scenario)) {
+  console.error(`usage: npm run profile -- <${scenarios.join('|')}> [--provider sqlite|postgresql] [--seconds N]`);
+  process.exit(2);
+}
+const provider = option('provider', 'sqlite');
+const seconds = Number(option('seconds', '10'));
+const dir = join(process.cwd(), 'tmp/profiles');
+mkdirSync(dir, { recursive: true });
+const profilePath = join(dir, `${scenario}-${provider}-${Date.now()}.cpuprofile`);
+
+interface Ready {
+  url: string;
+  projectID: string;
+  apiKey: string;
+}
+type Counters = Record<'statements' | 'transactions' | 'commits' | 'prismaOperations', number>;
+
+const child = fork(join(import.meta.dirname, 'profile-server.ts'), [provider, scenario, profilePath], {
+  execArgv: ['--import', 'tsx'],
+  stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+});
+const nextMessage = <T>(key: string) =>
+  new Promise<T>((resolve, reject) => {
+    const onMessage = (m: Record<string, unknown>) => {
+      if (key in m) {
+        child.off('message', onMessage);
+        resolve(m as T);
+      }
+    };
+    child.on('message', onMessage);
+    child.once('exit', (code) => reject(new Error(`profile server exited (${code})`)));
+  });
+
+const server = await nextMessage<Ready>('ready');
+const auth = { authorization: server.apiKey, 'content-type': 'application/json' };
+
+/** Drives the scenario for `durationSeconds`; answers the number of operations done. */
+async function drive(durationSeconds: number, tag: string): Promise<number> {
+  if (scenario === 'ingest') {
+    const rnd = random(1);
+    const deadline = performance.now() + durationSeconds * 1000;
+    let events = 0;
+    let from = Date.now() - 30 * 86_400_000;
+    while (performance.now() < deadline) {
+      await post(`${server.url}/v1/usage/events`, server.apiKey, {
+        events: batch(server.projectID, from, 60_000, rnd),
+      });
+      from += 60_000;
+      events += 1000;
+    }
+    return events;
+  }
+  let i = 0;
+  const request =
+    scenario === 'turn'
+      ? {
+          method: 'POST' as const,
+          url: `${server.url}/v2/project/${server.projectID}/user/${tag}0/interact/stream`,
+          body: JSON.stringify({ action: { type: 'launch' } }),
+          setup: (req: { path?: string }) => ({
+            ...req,
+            path: `/v2/project/${server.projectID}/user/${tag}${i++}/interact/stream`,
+          }),
+        }
+      : scenario === 'graphql'
+        ? {
+            method: 'POST' as const,
+            url: `${server.url}/graphql`,
+            body: JSON.stringify({ query: '{ viewer { kind projectID } }' }),
+          }
+        : {
+            method: 'POST' as const,
+            url: `${server.url}/v1/knowledge-base/query`,
+            body: JSON.stringify({ question: 'policy refund shipping', synthesis: false, chunkLimit: 10 }),
+          };
+  const result = await autocannon({
+    url: request.url,
+    method: request.method,
+    headers: auth,
+    body: request.body,
+    connections: scenario === 'kb-query' ? 2 : 10,
+    duration: durationSeconds,
+    ...('setup' in request ? { requests: [{ setupRequest: request.setup }] } : {}),
+  });
+  if (result.non2xx || result.errors) throw new Error(`${result.non2xx} non-2xx, ${result.errors} errors`);
+  return result.requests.total;
+}
+
+await drive(Math.min(3, seconds), 'warm');
+child.send('reset');
+await nextMessage('reset');
+const started = performance.now();
+const operations = await drive(seconds, 'user');
+const elapsed = (performance.now() - started) / 1000;
+child.send('stop');
+const { counters, operations: prismaOps } = await nextMessage<{ counters: Counters; operations: [string, number][] }>(
+  'counters',
+);
+await new Promise((resolve) => child.once('exit', resolve));
+
+const unit = scenario === 'ingest' ? 'event' : scenario === 'turn' ? 'turn' : 'request';
+console.log(
+  `\n${scenario} [${provider}]: ${operations} ${unit}s in ${elapsed.toFixed(1)} s = ${(operations / elapsed).toFixed(0)} ${unit}s/s`,
+);
+const per = (n: number) => (n / operations).toFixed(scenario === 'ingest' ? 4 : 2);
+console.log(
+  `per ${unit}: ${per(counters.statements)} SQL statements, ${per(counters.transactions)} transactions, ` +
+    `${per(counters.commits)} commits, ${per(counters.prismaOperations)} Prisma operations`,
+);
+console.log('Prisma operations per operation, by model:');
+for (const [name, n] of prismaOps.sort((a, b) => b[1] - a[1]).slice(0, 15))
+  console.log(`  ${per(n).padStart(7)}  ${name}`);
+
+// The CPU profile: self time per node, grouped by area.
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+}
+const profile = JSON.parse(readFileSync(profilePath, 'utf8')) as {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+};
+const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+const selfUs = new Map<number, number>();
+profile.samples.forEach((id, k) => {
+  selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[k] ?? 0));
+});
+
+function areaOf(url: string, name: string): string {
+  if (!url) return name.startsWith('(') ? name : '(native)';
+  const nm = url.lastIndexOf('node_modules/');
+  if (nm >= 0) {
+    const parts = url.slice(nm + 13).split('/');
+    return parts[0]!.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!;
+  }
+  const src = url.indexOf('/src/');
+  if (src >= 0) return `src/${url.slice(src + 5).split('/')[0]}`;
+  if (url.startsWith('node:')) return 'node internals';
+  return url.includes('/bench/') || url.includes('/scripts/') ? 'bench harness' : url;
+}
+const areas = new Map<string, number>();
+const functions = new Map<string, number>();
+let busy = 0;
+for (const [id, us] of selfUs) {
+  const node = byId.get(id)!;
+  const { functionName, url, lineNumber } = node.callFrame;
+  if (functionName === '(idle)') continue;
+  busy += us;
+  const area = areaOf(url, functionName);
+  areas.set(area, (areas.get(area) ?? 0) + us);
+  const key = `${functionName || '(anonymous)'}  ${area}${url ? `:${lineNumber + 1}` : ''}`;
+  functions.set(key, (functions.get(key) ?? 0) + us);
+}
+const pct = (us: number) => `${((100 * us) / busy).toFixed(1).padStart(5)}%`;
+console.log(
+  `\nserver main thread: ${(busy / 1e6).toFixed(2)} s sampled (wall clock, so time descheduled on a busy machine counts too); self time by area:`,
+);
+for (const [area, us] of [...areas].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`  ${pct(us)}  ${area}`);
+console.log('\ntop functions by self time:');
+for (const [fn, us] of [...functions].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${pct(us)}  ${fn}`);
+console.log(`\nprofile: ${profilePath}`);
