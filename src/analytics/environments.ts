@@ -1,6 +1,7 @@
 import { resolveEnvironments } from '../admin/environments';
 import type { Db } from '../db/client';
 import { AppError } from '../lib/errors';
+import { isId } from '../lib/ids';
 
 /**
  * Resolves `projectEnvironmentIDOrAlias` (IDs or aliases, DECISIONS.md §1) to environment IDs of
@@ -13,7 +14,6 @@ export async function resolveEnvironmentFilter(
   db: Db,
   projectId: string,
   idsOrAliases: readonly string[] | null,
-  reaches: (project: { id: string; workspaceId: string }) => boolean,
 ): Promise<string[] | null> {
   if (idsOrAliases === null) return null;
   const wanted = [...new Set(idsOrAliases)];
@@ -26,12 +26,14 @@ export async function resolveEnvironmentFilter(
     return [...new Set(found.map((e) => e.id))].sort();
   } catch (err) {
     if (!(err instanceof AppError) || err.code !== 'NOT_FOUND') throw err;
-    // An environment ID of a project the caller does not reach is a permission problem, not a typo.
-    const elsewhere = await db.prisma.environment.findMany({
-      where: { id: { in: wanted }, projectId: { not: projectId } },
-      select: { id: true, project: { select: { id: true, workspaceId: true } } },
+    // An environment ID that is not the project's is a permission problem (401, as a foreign
+    // projectID is), whether it belongs to a project the caller does not reach or to none, so the
+    // answer does not tell other tenants' IDs from made-up ones. A name that is no ID stays a 404.
+    const own = await db.prisma.environment.findMany({
+      where: { projectId, OR: [{ id: { in: wanted } }, { alias: { in: wanted } }] },
+      select: { id: true, alias: true },
     });
-    const foreign = elsewhere.filter((e) => !reaches(e.project)).map((e) => e.id);
+    const foreign = wanted.filter((w) => isId(w) && !own.some((e) => e.id === w || e.alias === w));
     if (foreign.length) {
       throw new AppError('FORBIDDEN', `This API key does not have access to environment "${foreign[0]}".`, {
         details: foreign.map((id) => ({

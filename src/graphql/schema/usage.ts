@@ -25,7 +25,6 @@ import {
   usageRangeSchema,
   usageSeriesArgsSchema,
 } from '../../analytics/validation';
-import { reachesProject } from '../../auth/principal';
 import { AppError } from '../../lib/errors';
 import type { UsageCountersPayload } from '../../lib/pubsub';
 import { requireProject } from '../access';
@@ -334,9 +333,7 @@ const UsageCountersUpdateType = builder.objectRef<UsageCountersPayload>('UsageCo
  */
 async function usageProject(ctx: Context, projectID: string, environments: string[] | null) {
   const project = await requireProject(ctx, projectID, { denyAs: 'unauthorized' });
-  const environmentIds = await resolveEnvironmentFilter(ctx.services.db, project.id, environments, (other) =>
-    reachesProject(ctx.principal, other),
-  );
+  const environmentIds = await resolveEnvironmentFilter(ctx.services.db, project.id, environments);
   return { projectId: project.id, environmentIds };
 }
 
