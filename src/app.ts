@@ -2,11 +2,15 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { requestIdFrom } from './graphql/context';
 import { createParleyYoga, type ParleyYoga } from './graphql/yoga';
 import { edgeRateLimit, useEdgeMiddleware } from './http/edge';
+import { createWebChatRouter } from './http/web-chat';
 import { fieldGroupsOf } from './ops/route-groups';
 import { createRestRouter } from './rest/adapter';
 import { sendError } from './rest/errors';
 import { routes } from './rest/routes';
 import type { AppServices } from './services';
+
+/** A widget request is an action and a little config: 16 KB is ample. */
+const webChatBodyLimitBytes = 16 * 1024;
 
 export interface ParleyApp {
   app: express.Express;
@@ -30,7 +34,10 @@ interface BodyParserError extends Error {
 export function buildApp(services: AppServices): ParleyApp {
   const { config, logger } = services;
   // An operation over /graphql spends from the budget of the REST route that runs the same fields.
-  const yoga = createParleyYoga(services, { fieldGroups: fieldGroupsOf(routes) });
+  const yoga = createParleyYoga(services, {
+    fieldGroups: fieldGroupsOf(routes),
+    persistedDocuments: routes.map((route) => route.operation),
+  });
   const app = express();
   let draining = false;
 
@@ -107,6 +114,14 @@ export function buildApp(services: AppServices): ParleyApp {
       yoga(req, res);
     });
   });
+
+  // The web chat widget's public routes: no key; admitted by the project's web chat settings.
+  app.use(
+    createWebChatRouter(
+      { db: services.db, runtime: services.runtime, rateLimiter: services.ops.rateLimiter, logger },
+      { bodyLimitBytes: Math.min(config.BODY_LIMIT_BYTES, webChatBodyLimitBytes) },
+    ),
+  );
 
   app.use(
     createRestRouter({

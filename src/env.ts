@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { DEFAULT_PRICES, type PriceTable, parsePriceTable } from './llm/prices';
 import { opsSettings } from './ops/settings';
+import { DEFAULT_PHONE_REGIONS, parsePhoneRegions } from './transcripts/redaction';
 
 const booleanFlag = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -54,6 +55,21 @@ const configSchema = z.object({
   // Transcripts and evaluations (docs/transcripts.md).
   /** How long the unredacted original of a redacted transcript log is kept, in days. */
   TRANSCRIPT_UNREDACTED_RETENTION_DAYS: z.coerce.number().min(0).max(3650).default(30),
+  /**
+   * The regions (ISO 3166-1 alpha-2, comma-separated) whose national phone formats redaction reads;
+   * numbers written with a + or 00 country code are recognised in every region (docs/transcripts.md).
+   */
+  TRANSCRIPT_PHONE_REGIONS: z
+    .string()
+    .default(DEFAULT_PHONE_REGIONS.join(','))
+    .transform((value, ctx) => {
+      const parsed = parsePhoneRegions(value);
+      if (parsed.ok) return parsed.regions;
+      ctx.addIssue({ code: 'custom', message: parsed.message });
+      return z.NEVER;
+    }),
+  /** How often the sweep that ends idle runtime sessions' transcripts runs (once per period across instances). */
+  TRANSCRIPT_IDLE_SWEEP_INTERVAL_MS: z.coerce.number().int().min(1000).default(60_000),
   /** How often the job that purges originals past their retention runs, in milliseconds. */
   TRANSCRIPT_PURGE_INTERVAL_MS: z.coerce.number().int().min(1000).default(3_600_000),
   /** Most evaluation jobs a project may have queued or running; the queue endpoint answers 429 beyond. */
@@ -84,6 +100,15 @@ const configSchema = z.object({
   // Runtime (docs/runtime.md "Settings").
   /** A turn's time limit; the turn then ends with a `debug` trace of type `timeout`. */
   RUNTIME_TURN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  /**
+   * A runtime session with no turn for this long is over: its transcript is ended (evaluations
+   * run) by the idle sweep, and the user's next turn starts a new session (docs/runtime.md).
+   */
+  RUNTIME_SESSION_IDLE_MS: z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .default(30 * 60_000),
   /** Steps one turn may run before it is stopped as an endless loop. */
   RUNTIME_STEP_LIMIT: z.coerce.number().int().min(1).max(100_000).default(1000),
   /** How long a turn waits for another turn of the same user to finish. */

@@ -22,7 +22,7 @@ import type { AnyStepType } from './runtime/steps/step-type';
 import { createTurnRecordJobHandler, TURN_RECORD_QUEUE } from './runtime/turn-outbox';
 import { combineTurnRecorders, createLoggingTurnRecorder, type TurnRecorder } from './runtime/turn-record';
 import { registerTranscriptJobs, transcriptRecurringJobs } from './transcripts/jobs';
-import { retentionMsOf } from './transcripts/service';
+import { isSessionTranscriptEnded, retentionMsOf } from './transcripts/service';
 import { createTranscriptTurnRecorder } from './transcripts/transcript-turn-recorder';
 
 /**
@@ -89,7 +89,10 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     pollIntervalMs: config.JOB_POLL_MS,
     leaseMs: config.JOB_LEASE_MS,
     recurring: [
-      ...transcriptRecurringJobs({ purgeEveryMs: config.TRANSCRIPT_PURGE_INTERVAL_MS }),
+      ...transcriptRecurringJobs({
+        purgeEveryMs: config.TRANSCRIPT_PURGE_INTERVAL_MS,
+        idleSweepEveryMs: config.TRANSCRIPT_IDLE_SWEEP_INTERVAL_MS,
+      }),
       // Embeds chunks that have no vector for the current model (after a model change, or an outage).
       ...(config.EMBEDDING_MODEL ? [{ queue: KB_EMBED_QUEUE, everyMs: config.KB_EMBED_SWEEP_MS }] : []),
     ],
@@ -122,7 +125,12 @@ export async function createServices(config: Config, opts: CreateServicesOptions
   const defaultRecorder = combineTurnRecorders(
     [
       createLoggingTurnRecorder(logger),
-      createTranscriptTurnRecorder({ db, pubsub, retentionMs: retentionMsOf(config) }),
+      createTranscriptTurnRecorder({
+        db,
+        pubsub,
+        retentionMs: retentionMsOf(config),
+        phoneRegions: config.TRANSCRIPT_PHONE_REGIONS,
+      }),
       createUsageTurnRecorder({ db, pubsub }),
     ],
     logger,
@@ -172,6 +180,8 @@ export async function createServices(config: Config, opts: CreateServicesOptions
       }),
     recorder,
     onTurnFinished: (turn) => observeTurn(ops.metrics, turn),
+    // A session whose transcript ended (an end step, the idle sweep, POST …/end) is over.
+    sessionEnded: (key) => isSessionTranscriptEnded(db.prisma, key),
     extraStepTypes: opts.extraStepTypes,
     limits: {
       turnTimeoutMs: config.RUNTIME_TURN_TIMEOUT_MS,
@@ -185,7 +195,12 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     },
   });
   registerEvaluationJobs(jobs, { db, pubsub, llm, logger: logger.child({ component: 'evaluations' }) });
-  registerTranscriptJobs(jobs, { db, logger: logger.child({ component: 'transcripts' }) });
+  registerTranscriptJobs(jobs, {
+    db,
+    pubsub,
+    logger: logger.child({ component: 'transcripts' }),
+    sessionIdleMs: config.RUNTIME_SESSION_IDLE_MS,
+  });
   // Knowledge-base URL uploads fetch addresses that users choose: the same guard as API steps.
   const kbFetch = createOutboundFetch({
     allowPrivate: config.KB_ALLOW_PRIVATE_URLS,

@@ -5,7 +5,7 @@ import { recordUsageEvents, type UsageWriterDeps } from './usage-event-writer';
 /**
  * The usage events of one turn (DECISIONS.md §4): an interaction by action type (its user counts
  * towards unique_users), the agent invocation with its success, every intent matched or given, and
- * every API and code-step call with its success. Keys derive from the turn ID, so recording a turn
+ * every API, code-step and integration tool call with its success. Keys derive from the turn ID, so recording a turn
  * twice (a retried recorder) counts it once.
  */
 export function usageEventsOfTurn(turn: TurnRecord): UsageEvent[] {
@@ -41,6 +41,15 @@ export function usageEventsOfTurn(turn: TurnRecord): UsageEvent[] {
       name: call.name,
       success: call.success,
       idempotencyKey: key(`api:${i}`),
+    });
+  });
+  (turn.integrationCalls ?? []).forEach((call, i) => {
+    events.push({
+      ...common,
+      kind: 'integration_call',
+      integrationToolName: call.integrationToolName,
+      success: call.success,
+      idempotencyKey: key(`integration:${i}`),
     });
   });
   turn.functionCalls.forEach((call, i) => {

@@ -6,6 +6,11 @@ export const scopes = [
   /** Ingest usage events from another runtime (POST /v1/usage/events); granted only when asked for. */
   'analytics:write',
   'transcripts:read',
+  /**
+   * Read transcript logs as they were before redaction (`unredacted=true`), while the originals are
+   * kept; granted only when asked for (docs/transcripts.md).
+   */
+  'transcripts:read-unredacted',
   'transcripts:write',
   'runtime:interact',
   'kb:read',
@@ -15,10 +20,13 @@ export const scopes = [
 export type Scope = (typeof scopes)[number];
 
 /**
- * What a new project key may do unless narrowed: everything but administration and usage
- * ingestion (a key that can read analytics should not be able to forge them: docs/usage.md).
+ * What a new project key may do unless narrowed: everything but administration, usage ingestion (a
+ * key that can read analytics should not be able to forge them: docs/usage.md) and reading
+ * unredacted transcripts (the personal data redaction exists to keep out of ordinary reads).
  */
-export const defaultKeyScopes: Scope[] = scopes.filter((s) => s !== 'admin' && s !== 'analytics:write');
+export const defaultKeyScopes: Scope[] = scopes.filter(
+  (s) => s !== 'admin' && s !== 'analytics:write' && s !== 'transcripts:read-unredacted',
+);
 
 export function isScope(value: string): value is Scope {
   return (scopes as readonly string[]).includes(value);

@@ -3,7 +3,7 @@ import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createApiKey, createProject, findApiKey, revokeApiKey, rotateApiKey } from '../admin/service';
 import { graceSecondsSchema, idSchema, projectNameSchema, scopesSchema } from '../admin/validation';
-import type { Scope } from '../auth/keys';
+import { type Scope, scopes } from '../auth/keys';
 import { applyMigrations } from '../db/migrate';
 import { type Config, ConfigError, loadConfig } from '../env';
 import { AppError } from '../lib/errors';
@@ -11,6 +11,12 @@ import { createLogger } from '../lib/logger';
 import { setupTracing } from '../ops/tracing';
 import { exitOnSignals, startServer } from '../server';
 import { type AppServices, createServices } from '../services';
+import {
+  getWebChatSettings,
+  updateWebChatSettings,
+  type WebChatSettingsInput,
+  webChatSettingsInputSchema,
+} from '../webchat/settings';
 
 const usage = `Usage: parley <command> [options]
 
@@ -27,6 +33,15 @@ const usage = `Usage: parley <command> [options]
   agent publish FILE --project ID [--environment ALIAS]
                                           publish an agent program (JSON) to an environment (default development)
   agent validate FILE                     check an agent program and list its problems
+  webchat show --project ID [--environment ALIAS]
+                                          print an environment's web chat settings
+  webchat set --project ID [--environment ALIAS] [--enable|--disable] [--origin URL]... [--title T]
+      [--description D] [--color #RRGGBB] [--avatar URL] [--launcher URL] [--position left|right]
+      [--persistence localStorage|sessionStorage|memory] [--feedback|--no-feedback]
+                                          change them (--origin replaces the allowed origins)
+
+Scopes: ${scopes.join(', ')}. A new key gets every scope but admin, analytics:write and
+transcripts:read-unredacted unless --scopes names them.
 
 Every command works on the database of DATABASE_URL (default file:./data/parley.db), applying
 pending migrations first. Results are printed as one JSON object on stdout; logs go to stderr.`;
@@ -229,6 +244,8 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     }
     case 'agent':
       return runAgentCommand(config, sub, rest);
+    case 'webchat':
+      return runWebChatCommand(config, sub, rest);
     case undefined:
     case 'help':
     case '--help':
@@ -309,6 +326,69 @@ async function runAgentCommand(config: Config, sub: string | undefined, rest: st
       }
       throw err;
     }
+  });
+}
+
+async function runWebChatCommand(config: Config, sub: string | undefined, rest: string[]): Promise<number> {
+  if (sub !== 'show' && sub !== 'set') throw new UsageError(`unknown command: webchat ${sub ?? ''}`);
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      project: { type: 'string' },
+      environment: { type: 'string' },
+      ...(sub === 'set'
+        ? {
+            enable: { type: 'boolean' },
+            disable: { type: 'boolean' },
+            origin: { type: 'string', multiple: true },
+            title: { type: 'string' },
+            description: { type: 'string' },
+            color: { type: 'string' },
+            avatar: { type: 'string' },
+            launcher: { type: 'string' },
+            position: { type: 'string' },
+            persistence: { type: 'string' },
+            feedback: { type: 'boolean' },
+            'no-feedback': { type: 'boolean' },
+          }
+        : {}),
+    },
+    strict: true,
+  });
+  if (!values.project) throw new UsageError(`webchat ${sub} needs --project ID`);
+  const projectId = requireValid(idSchema, values.project, '--project');
+  const v = values as Record<string, string | string[] | boolean | undefined>;
+  let input: WebChatSettingsInput = {};
+  if (sub === 'set') {
+    if (v.enable && v.disable) throw new UsageError('--enable and --disable exclude each other');
+    if (v.feedback && v['no-feedback']) throw new UsageError('--feedback and --no-feedback exclude each other');
+    const raw = {
+      enabled: v.enable ? true : v.disable ? false : undefined,
+      allowedOrigins: v.origin,
+      title: v.title,
+      description: v.description,
+      primaryColor: v.color,
+      avatarImage: v.avatar,
+      launcherImage: v.launcher,
+      position: v.position,
+      persistence: v.persistence,
+      feedback: v.feedback ? true : v['no-feedback'] ? false : undefined,
+    };
+    const parsed = webChatSettingsInputSchema.safeParse(raw);
+    if (!parsed.success) {
+      throw new UsageError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+    }
+    input = parsed.data;
+  }
+  return withServices(config, async (services) => {
+    const project = await services.db.prisma.project.findUnique({ where: { id: projectId } });
+    if (!project) throw new AppError('NOT_FOUND', `Project "${projectId}" not found`);
+    const settings =
+      sub === 'set'
+        ? await updateWebChatSettings(services.db.prisma, projectId, values.environment, input)
+        : await getWebChatSettings(services.db.prisma, projectId, values.environment);
+    print(settings);
+    return 0;
   });
 }
 

@@ -22,6 +22,12 @@ export interface ParleyYogaOptions {
    * so an operation over /graphql spends from the same budget as the REST route that runs it.
    */
   fieldGroups: ReadonlyMap<string, RateLimitGroup>;
+  /**
+   * Documents the server runs itself (the REST routes' operations, from the route table): always
+   * persisted operations, beside those of GRAPHQL_PERSISTED_OPERATIONS_FILE, so a client may send
+   * their hashes over /graphql in persisted-only mode without an exported file.
+   */
+  persistedDocuments: readonly string[];
 }
 
 /**
@@ -50,6 +56,7 @@ export function createParleyYoga(services: YogaServices, opts: ParleyYogaOptions
         auth: services.auth,
         ops: services.ops,
         fieldGroups: opts.fieldGroups,
+        persistedDocuments: opts.persistedDocuments,
         streamEndpoint: graphqlSseEndpoint,
       }),
     ],

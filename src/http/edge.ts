@@ -6,6 +6,7 @@ import type { Ops } from '../ops';
 import { corsMiddleware, metricsHandler, requestObservability, securityHeaders } from './middleware';
 import { rateLimitMiddleware } from './rate-limit';
 import { createRouteMatcher } from './route-matcher';
+import { isWebChatPath } from './web-chat';
 
 /** Paths of the instance itself, never rate limited: health, readiness and metrics. */
 const ownPaths = ['/healthz', '/readyz', '/metrics'];
@@ -41,7 +42,8 @@ export function useEdgeMiddleware(app: Express, services: EdgeServices, opts: Ed
   };
   app.use(requestObservability({ metrics: ops.metrics, streams: ops.streams, routeOf, isGraphQL }));
   const cors = corsMiddleware(config);
-  if (cors) app.use(cors);
+  // The web chat widget's public routes answer CORS per project (src/http/web-chat.ts).
+  if (cors) app.use((req, res, next) => (isWebChatPath(req.path) ? next() : cors(req, res, next)));
   app.use(securityHeaders({ graphiql: config.GRAPHIQL, graphqlEndpoint }));
   if (ops.metrics) app.get('/metrics', metricsHandler(ops.metrics, config.METRICS_TOKEN));
 }

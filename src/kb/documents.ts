@@ -1,3 +1,4 @@
+import { resolveEnvironment } from '../admin/environments';
 import type { Db } from '../db/client';
 import type { PrismaTx } from '../db/transaction';
 import { Prisma } from '../generated/sqlite/client';
@@ -59,6 +60,7 @@ export const documentSelect = {
   rowsCount: true,
   chunkCount: true,
   revision: true,
+  environmentId: true,
   createdAt: true,
   updatedAt: true,
 } as const;
@@ -130,7 +132,7 @@ async function storeNextRevision(
   tx: PrismaTx,
   documentId: string,
   source: KbSourceInput,
-  changes: { metadata?: Prisma.InputJsonValue; maxChunkSize?: number },
+  changes: { metadata?: Prisma.InputJsonValue; maxChunkSize?: number; environmentId?: string },
 ): Promise<KbDocumentRow> {
   const row = await tx.kbDocument.update({
     where: { id: documentId },
@@ -159,6 +161,12 @@ export interface UploadInput {
   /** Replace the newest document with the same file name, URL or table name, keeping its ID. */
   overwrite: boolean;
   maxChunkSize?: number;
+  /**
+   * The environment (ID or alias) the document is used in: its embedding tokens are charged there
+   * (docs/knowledge-base.md "Usage"). Unknown: 404. Absent: a new document is charged to
+   * `development`; an overwritten one keeps its environment.
+   */
+  environment?: string | null;
 }
 
 /**
@@ -170,6 +178,9 @@ export async function uploadDocument(deps: KbDeps, input: UploadInput): Promise<
   const described = describeSource(input.source);
   const maxChunkSize = input.maxChunkSize ?? kbLimits.chunkSize.default;
   const doc = await deps.db.prisma.$transaction(async (tx) => {
+    const environmentId = input.environment
+      ? (await resolveEnvironment(tx, input.projectId, input.environment)).id
+      : null;
     const existing = input.overwrite
       ? await tx.kbDocument.findFirst({
           where: sameSourceWhere(input.projectId, input.source),
@@ -182,6 +193,7 @@ export async function uploadDocument(deps: KbDeps, input: UploadInput): Promise<
       row = await storeNextRevision(tx, existing.id, input.source, {
         metadata: input.metadata as Prisma.InputJsonValue,
         maxChunkSize,
+        ...(environmentId ? { environmentId } : {}),
       });
     } else {
       row = await tx.kbDocument.create({
@@ -191,6 +203,7 @@ export async function uploadDocument(deps: KbDeps, input: UploadInput): Promise<
           ...described,
           metadata: input.metadata as Prisma.InputJsonValue,
           maxChunkSize,
+          environmentId,
           source: { create: sourceColumns(input.source, 1) },
         },
         select: documentSelect,

@@ -48,16 +48,27 @@ export async function embedTexts(
 /** Embedding tokens as `credit_usage` (llm-input) of the project's development environment. */
 export async function recordEmbeddingUsage(
   deps: { db: Db; pubsub?: AppPubSub },
-  projectId: string,
+  document: { projectId: string; environmentId: string | null },
   accounting: readonly LlmAccounting[],
   key: string,
 ): Promise<void> {
   const tokens = accounting.reduce((sum, a) => sum + a.inputTokens, 0);
   if (tokens === 0 || accounting.length === 0) return;
-  const env = await deps.db.prisma.environment.findFirst({
-    where: { projectId, alias: 'development' },
-    select: { id: true },
-  });
+  const { projectId } = document;
+  // The environment the document is used in (named at upload); `development` when it named none
+  // or that environment was deleted since.
+  const named = document.environmentId
+    ? await deps.db.prisma.environment.findFirst({
+        where: { projectId, id: document.environmentId },
+        select: { id: true },
+      })
+    : null;
+  const env =
+    named ??
+    (await deps.db.prisma.environment.findFirst({
+      where: { projectId, alias: 'development' },
+      select: { id: true },
+    }));
   if (!env) return;
   const event: UsageEvent = {
     projectId,
@@ -122,9 +133,13 @@ async function embedDocument(
         .filter((r) => alive.has(r.seq) && r.vector.length > 0),
     );
   });
+  const owner = await deps.db.prisma.kbDocument.findUnique({
+    where: { id: doc.documentId },
+    select: { environmentId: true },
+  });
   await recordEmbeddingUsage(
     deps,
-    doc.projectId,
+    { projectId: doc.projectId, environmentId: owner?.environmentId ?? null },
     embedded.accounting,
     `kb-embed:${doc.documentId}:${missing[0]?.seq}:${model}`,
   );

@@ -170,7 +170,12 @@ export function createKbIngestHandler(deps: KbIngestDeps): JobHandler {
           job.signal,
         );
         vectors = embedded;
-        await recordEmbeddingUsage(deps, doc.projectId, embedded.accounting, `kb-ingest:${doc.id}:${doc.revision}`);
+        await recordEmbeddingUsage(
+          deps,
+          { projectId: doc.projectId, environmentId: doc.environmentId },
+          embedded.accounting,
+          `kb-ingest:${doc.id}:${doc.revision}`,
+        );
       } catch (err) {
         if (job.signal.aborted) throw err;
         // The chunks go live without vectors (full-text search works); the embedding sweep retries.

@@ -16,6 +16,7 @@ export const rateLimitGroups: readonly RateLimitGroup[] = ['default', 'usage', '
 const groupPatterns: readonly [RateLimitGroup, RegExp][] = [
   ['usage', /^\/v2\/query\/usage\/?$/],
   ['runtime', /^\/v2\/project\/[^/]+\/user\/[^/]+\/interact(\/stream)?\/?$/],
+  ['runtime', /^\/public\/[^/]+\/state\/user\/[^/]+\/interact\/?$/],
   ['runtime', /^\/v2beta1\/interact\/[^/]+\/[^/]+\/stream\/?$/],
   ['kb-upload', /^\/v1\/knowledge-base\/docs\/upload(\/.*)?$/],
   ['kb-upload', /^\/v1\/knowledge-base\/docs\/[^/]+\/upload\/?$/],

@@ -796,8 +796,32 @@ function kbDocument(d: KbDocumentData) {
 }
 
 const kbProjectQuery = { projectID: pathId('project').optional() };
+/**
+ * Upload options of the original's documents that Parley does not implement (docs/knowledge-base.md
+ * "Upload options"): `false` or absent is what Parley does anyway; asking for one is a 400 naming
+ * it, never an option accepted and silently ignored.
+ */
+const refusedUploadOption = (what: string) =>
+  queryBool(false).refine((asked) => !asked, {
+    message: `is not supported by Parley (${what}); leave it out or send false`,
+  });
+const kbUnsupportedUploadOptions = {
+  markdownConversion: refusedUploadOption('HTML to Markdown conversion before chunking'),
+  llmGeneratedQ: refusedUploadOption('a model writing a question for each chunk'),
+  llmPrependContext: refusedUploadOption('a model writing context before each chunk'),
+  llmBasedChunks: refusedUploadOption('chunking by a model'),
+  llmContentSummarization: refusedUploadOption('a model rewriting the content'),
+  tags: z
+    .unknown()
+    .optional()
+    .refine((v) => v === undefined || v === '' || (Array.isArray(v) && v.length === 0), {
+      message: 'document tags are not supported by Parley yet; leave tags out (metadata filters select documents)',
+    }),
+};
+
 const kbUploadQuery = z.object({
   ...kbProjectQuery,
+  ...kbUnsupportedUploadOptions,
   overwrite: queryBool(false),
   maxChunkSize: queryInt({
     min: kbLimits.chunkSize.min,
@@ -805,6 +829,8 @@ const kbUploadQuery = z.object({
     default: kbLimits.chunkSize.default,
   }),
   wait: queryBool(false),
+  /** The environment the document is used in (its embedding tokens are charged there): Parley addition. */
+  environment: z.string().min(1).max(100).optional(),
 });
 
 /** A multipart upload: one `file` part and an optional `metadata` part holding a JSON object. */
@@ -853,11 +879,11 @@ const asFile = (upload: FileUpload) =>
   new File([new Uint8Array(upload.file.bytes)], upload.file.filename, { type: upload.file.contentType ?? '' });
 
 const kbUploadOperations = `
-  mutation UploadKnowledgeBaseFile($projectID: ID, $file: File!, $metadata: JSONObject, $overwrite: Boolean, $maxChunkSize: Int, $wait: Boolean) {
-    document: uploadKnowledgeBaseFile(projectID: $projectID, file: $file, metadata: $metadata, overwrite: $overwrite, maxChunkSize: $maxChunkSize, wait: $wait) { ${kbDocumentFields} }
+  mutation UploadKnowledgeBaseFile($projectID: ID, $file: File!, $metadata: JSONObject, $overwrite: Boolean, $maxChunkSize: Int, $wait: Boolean, $environment: String) {
+    document: uploadKnowledgeBaseFile(projectID: $projectID, file: $file, metadata: $metadata, overwrite: $overwrite, maxChunkSize: $maxChunkSize, wait: $wait, environment: $environment) { ${kbDocumentFields} }
   }
-  mutation UploadKnowledgeBaseUrl($projectID: ID, $url: String!, $name: String, $metadata: JSONObject, $overwrite: Boolean, $maxChunkSize: Int, $wait: Boolean) {
-    document: uploadKnowledgeBaseUrl(projectID: $projectID, url: $url, name: $name, metadata: $metadata, overwrite: $overwrite, maxChunkSize: $maxChunkSize, wait: $wait) { ${kbDocumentFields} }
+  mutation UploadKnowledgeBaseUrl($projectID: ID, $url: String!, $name: String, $metadata: JSONObject, $overwrite: Boolean, $maxChunkSize: Int, $wait: Boolean, $environment: String) {
+    document: uploadKnowledgeBaseUrl(projectID: $projectID, url: $url, name: $name, metadata: $metadata, overwrite: $overwrite, maxChunkSize: $maxChunkSize, wait: $wait, environment: $environment) { ${kbDocumentFields} }
   }`;
 
 const kbReplaceOperations = `
@@ -907,7 +933,7 @@ const kbRoutes: RestRoute[] = [
     method: 'POST',
     path: '/v1/knowledge-base/docs/upload',
     summary:
-      'Upload a document: multipart/form-data with `file` (.txt .md .html .pdf .docx .csv .json) and `metadata` (JSON text), or JSON {data: {type: "url", url, metadata}}. Query: overwrite, maxChunkSize (500-1500, default 1000), wait.',
+      'Upload a document: multipart/form-data with `file` (.txt .md .html .pdf .docx .csv .json) and `metadata` (JSON text), or JSON {data: {type: "url", url, metadata}}. Query: overwrite, maxChunkSize (500-1500, default 1000), wait, environment (where its embedding tokens are charged).',
     operation: kbUploadOperations,
     operationName: ({ body }) => (isFileUpload(body) ? 'UploadKnowledgeBaseFile' : 'UploadKnowledgeBaseUrl'),
     query: kbUploadQuery,
@@ -919,6 +945,7 @@ const kbRoutes: RestRoute[] = [
         overwrite: query.overwrite,
         maxChunkSize: query.maxChunkSize,
         wait: query.wait,
+        environment: query.environment ?? null,
       };
       if (isFileUpload(body)) return { ...common, file: asFile(body), metadata: body.metadata ?? {} };
       return { ...common, url: body.data.url, name: body.data.name ?? null, metadata: body.data.metadata ?? {} };
@@ -930,9 +957,9 @@ const kbRoutes: RestRoute[] = [
     method: 'POST',
     path: '/v1/knowledge-base/docs/upload/table',
     summary:
-      'Upload a table: {data: {name, schema: {searchableFields, metadataFields}, items}}, one chunk per row. Query: overwrite, wait.',
-    operation: `mutation UploadKnowledgeBaseTable($projectID: ID, $input: KnowledgeBaseTableInput!, $overwrite: Boolean, $wait: Boolean) {
-      document: uploadKnowledgeBaseTable(projectID: $projectID, input: $input, overwrite: $overwrite, wait: $wait) { ${kbDocumentFields} }
+      'Upload a table: {data: {name, schema: {searchableFields, metadataFields}, items}}, one chunk per row. Query: overwrite, wait, environment (where its embedding tokens are charged).',
+    operation: `mutation UploadKnowledgeBaseTable($projectID: ID, $input: KnowledgeBaseTableInput!, $overwrite: Boolean, $wait: Boolean, $environment: String) {
+      document: uploadKnowledgeBaseTable(projectID: $projectID, input: $input, overwrite: $overwrite, wait: $wait, environment: $environment) { ${kbDocumentFields} }
     }`,
     query: kbUploadQuery,
     body: tableUploadBody,
@@ -941,6 +968,7 @@ const kbRoutes: RestRoute[] = [
       input: body.data,
       overwrite: query.overwrite,
       wait: query.wait,
+      environment: query.environment ?? null,
     }),
     result: (data) => ({ data: kbDocument(data.document) }),
     status: 200,
@@ -1001,6 +1029,7 @@ const kbRoutes: RestRoute[] = [
     query: z.object({
       maxChunkSize: queryInt({ min: kbLimits.chunkSize.min, max: kbLimits.chunkSize.max }),
       wait: queryBool(false),
+      ...kbUnsupportedUploadOptions,
     }),
     body: kbReplaceUrlBody,
     multipart: { body: fileUploadForm },

@@ -7,6 +7,7 @@ import type {
   ApiCallRecord,
   CompletionStream,
   FunctionCallRecord,
+  IntegrationCallRecord,
   StepContext,
   StepResult,
   StepServices,
@@ -66,6 +67,7 @@ export interface InterpretResult {
   intents: { name: string; confidence: number; source: 'nlu' | 'request' }[];
   apiCalls: ApiCallRecord[];
   functionCalls: FunctionCallRecord[];
+  integrationCalls: IntegrationCallRecord[];
   conversationEnded: boolean;
   stepsRun: number;
 }
@@ -94,6 +96,7 @@ export async function interpretTurn(opts: InterpretOptions): Promise<InterpretRe
     intents: [],
     apiCalls: [],
     functionCalls: [],
+    integrationCalls: [],
     conversationEnded: false,
     stepsRun: 0,
   };
@@ -251,6 +254,8 @@ export async function interpretTurn(opts: InterpretOptions): Promise<InterpretRe
     resolveEntity: (ref): EntitySpec | null => (typeof ref === 'string' ? (program.entities.get(ref) ?? null) : ref),
     recordApiCall: (call) => result.apiCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId }),
     recordFunctionCall: (call) => result.functionCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId }),
+    recordIntegrationCall: (call) =>
+      result.integrationCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId }),
   });
 
   /** Applies a step's result to the stack; true when the turn goes on. */

@@ -60,6 +60,11 @@ export interface CreateRuntimeOptions {
   extraStepTypes?: readonly AnyStepType[];
   /** HTTP for API steps (default: global fetch). */
   fetch?: typeof fetch;
+  /**
+   * Whether a session is over (its transcript was ended: an end step, the idle sweep or an explicit
+   * end). The user's next turn then starts a new session, so it goes to a new transcript.
+   */
+  sessionEnded?(key: { projectId: string; environmentId: string; sessionId: string }): Promise<boolean>;
   /** Called once when a turn has finished (before it is recorded): metrics. */
   onTurnFinished?(turn: TurnRecord): void;
   /** Language models, for AI steps. */
@@ -259,6 +264,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
       intents: [],
       apiCalls: [],
       functionCalls: [],
+      integrationCalls: [],
       outcome: 'failed',
       success: false,
       error: null,
@@ -283,9 +289,18 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
       const row = lease.row;
       const working = row ? cloneState(row.state) : emptyState();
       stateAfter = row ? row.state : null;
+      // Without a session ID from the client, a launch starts a new session, and so does any turn
+      // after the session ended (docs/runtime.md "Sessions").
       const sessionStarted = request.sessionId
         ? request.sessionId !== row?.sessionId
-        : !row || request.action.type === 'launch';
+        : !row ||
+          request.action.type === 'launch' ||
+          ((await opts.sessionEnded?.({
+            projectId: request.projectId,
+            environmentId: environment.id,
+            sessionId: row.sessionId,
+          })) ??
+            false);
       const sessionId = request.sessionId ?? (sessionStarted || !row ? newId() : row.sessionId);
       record.sessionID = sessionId;
       record.sessionStarted = sessionStarted;
@@ -322,6 +337,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
       record.intents = result.intents;
       record.apiCalls = result.apiCalls;
       record.functionCalls = result.functionCalls;
+      record.integrationCalls = result.integrationCalls;
       record.stepsRun = result.stepsRun;
       record.conversationEnded = result.conversationEnded;
       end =

@@ -1,5 +1,5 @@
 import type { Logger } from '../lib/logger';
-import type { ApiCallRecord, FunctionCallRecord } from './steps/step-type';
+import type { ApiCallRecord, FunctionCallRecord, IntegrationCallRecord } from './steps/step-type';
 import type { OutputTrace } from './trace-format';
 import type { RuntimeAction } from './types';
 
@@ -39,6 +39,8 @@ export interface TurnRecord {
   intents: { name: string; confidence: number; source: 'nlu' | 'request' }[];
   apiCalls: ApiCallRecord[];
   functionCalls: FunctionCallRecord[];
+  /** Integration tool calls (agent steps); `integrations` usage. Absent in records written before it existed. */
+  integrationCalls?: IntegrationCallRecord[];
   /**
    * completed: the turn ran to a waiting step or the end, and its state was saved;
    * failed: an error stopped it (state unchanged); timeout: the time limit stopped it (state
@@ -92,6 +94,7 @@ export function createLoggingTurnRecorder(logger: Logger): TurnRecorder {
           intents: turn.intents.map((i) => i.name),
           apiCalls: turn.apiCalls.length,
           functionCalls: turn.functionCalls.length,
+          integrationCalls: turn.integrationCalls?.length ?? 0,
           clientDisconnected: turn.clientDisconnected,
           ms: turn.finishedAt.getTime() - turn.startedAt.getTime(),
         },

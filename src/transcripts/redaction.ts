@@ -1,14 +1,35 @@
+import {
+  type CountryCode,
+  findPhoneNumbersInText,
+  isSupportedCountry,
+  type NumberFound,
+  type PhoneNumber,
+} from 'libphonenumber-js/max';
 import { RE2JS } from 're2js';
 import { validationError } from '../lib/errors';
 
 /**
- * Redaction of transcript logs (DECISIONS.md §5). Every string inside a log's data is scanned for
- * e-mail addresses, payment card numbers (Luhn-checked), phone numbers and the project's own
- * patterns; matches are replaced by a placeholder. Keys and non-string values are left alone.
+ * Redaction of transcript logs (DECISIONS.md §5, docs/transcripts.md "Redaction and retention").
+ * Every string inside a log's data is scanned for e-mail addresses, payment card numbers, phone
+ * numbers and the project's own patterns; matches are replaced by a placeholder. Keys and
+ * non-string values are left alone.
+ *
+ * The originals are purged after the retention period, so a false positive destroys data: each
+ * detector confirms what it finds instead of taking any run of digits.
+ * - Phone numbers are found and validated by libphonenumber-js (full metadata: number plans per
+ *   region, not only lengths). A number in international form (`+44 20 7946 0958`, `0044 …`) is
+ *   redacted when it is valid for its country. A number in national form is read in each of the
+ *   configured regions and redacted when it is valid there *and* is written the way that region
+ *   writes phone numbers: with the region's trunk prefix (`020 7946 0958`, `0151 23456789`), or in
+ *   exactly the region's national grouping (`(415) 555-2671`), or right after a word that announces a
+ *   phone number (`call me on 4155552671`). Dates, IP addresses and amounts are never phone numbers.
+ * - Payment cards: a known issuer's prefix, one of that issuer's lengths and the Luhn checksum.
+ * - E-mail addresses: RFC 5322 dot-atom local part, domain of labels and a letter TLD.
  *
  * Safety against catastrophic backtracking:
  * - the built-in patterns run on V8's engine but have bounded repetitions only, so the work per
- *   start position is bounded and a scan is linear in the text;
+ *   start position is bounded and a scan is linear in the text (libphonenumber-js bounds its
+ *   candidates the same way);
  * - project patterns run on RE2JS, a port of RE2 whose matching time is linear in the input for
  *   every pattern (it has no backreferences or lookaround, which is what makes that possible), and
  *   are capped at 500 characters, 20 per project.
@@ -19,13 +40,123 @@ export const PHONE_PLACEHOLDER = '[phone]';
 export const CARD_PLACEHOLDER = '[card]';
 export const PATTERN_PLACEHOLDER = '[redacted]';
 
-// Local part and domain labels with bounded lengths (RFC 5321 limits), so no unbounded backtracking.
-const emailPattern = /[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.){1,8}[A-Za-z]{2,24}/g;
-// 13 to 19 digits, optionally grouped by single spaces or dashes.
-const cardCandidate = /(?<![\d])\d(?:[ -]?\d){12,18}(?![\d])/g;
-// A phone number: optional +country, digits grouped by spaces, dots, dashes or parentheses.
-const phoneCandidate = /(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]?\d{2,4}){1,4}(?![\w])/g;
-const isoDateLike = /^\d{4}-\d{2}-\d{2}$|^\d{1,2}[./-]\d{1,2}[./-]\d{2,4}$|^\d{4}[./]\d{2}[./]\d{2}$/;
+/** The regions whose national phone formats are recognised unless TRANSCRIPT_PHONE_REGIONS says otherwise. */
+export const DEFAULT_PHONE_REGIONS: readonly CountryCode[] = [
+  'US',
+  'GB',
+  'DE',
+  'FR',
+  'ES',
+  'IT',
+  'NL',
+  'IN',
+  'BR',
+  'AU',
+];
+
+/** Parses a comma-separated list of ISO 3166-1 alpha-2 regions, or says which entry is unknown. */
+export function parsePhoneRegions(
+  value: string,
+): { ok: true; regions: CountryCode[] } | { ok: false; message: string } {
+  const regions: CountryCode[] = [];
+  for (const raw of value.split(',')) {
+    const code = raw.trim().toUpperCase();
+    if (!code) continue;
+    if (!isSupportedCountry(code))
+      return { ok: false, message: `${raw.trim()} is not a region with a phone numbering plan` };
+    if (!regions.includes(code)) regions.push(code);
+  }
+  return { ok: true, regions };
+}
+
+// RFC 5322 dot-atom local part and domain labels, all with bounded lengths (RFC 5321 limits), so no
+// unbounded backtracking; not inside a longer run of address characters.
+const emailPattern =
+  /(?<![A-Za-z0-9!#$%&'*+/=?^_`{|}~.-])[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]{1,64}(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]{1,64}){0,8}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.){1,8}(?:[A-Za-z]{2,24}|xn--[A-Za-z0-9-]{1,59})(?![A-Za-z0-9-])/g;
+
+// 12 to 19 digits, optionally grouped by single spaces or dashes, not inside a longer number.
+const cardCandidate = /(?<![\d.,-])\d(?:[ -]?\d){11,18}(?![\d]|[.,]\d)/g;
+
+interface CardIssuer {
+  name: string;
+  /** Inclusive prefix ranges, compared on the first `from.length` digits. */
+  prefixes: readonly (readonly [from: string, to: string])[];
+  lengths: readonly number[];
+}
+
+/** Issuer identification numbers and lengths of the card networks (ISO/IEC 7812 registrations). */
+const cardIssuers: readonly CardIssuer[] = [
+  { name: 'visa', prefixes: [['4', '4']], lengths: [13, 16, 19] },
+  {
+    name: 'mastercard',
+    prefixes: [
+      ['51', '55'],
+      ['2221', '2720'],
+    ],
+    lengths: [16],
+  },
+  {
+    name: 'amex',
+    prefixes: [
+      ['34', '34'],
+      ['37', '37'],
+    ],
+    lengths: [15],
+  },
+  {
+    name: 'discover',
+    prefixes: [
+      ['6011', '6011'],
+      ['644', '649'],
+      ['65', '65'],
+      ['622126', '622925'],
+    ],
+    lengths: [16, 17, 18, 19],
+  },
+  { name: 'jcb', prefixes: [['3528', '3589']], lengths: [16, 17, 18, 19] },
+  {
+    name: 'diners',
+    prefixes: [
+      ['300', '305'],
+      ['3095', '3095'],
+      ['36', '36'],
+      ['38', '39'],
+    ],
+    lengths: [14, 15, 16, 17, 18, 19],
+  },
+  {
+    name: 'unionpay',
+    prefixes: [
+      ['62', '62'],
+      ['81', '81'],
+    ],
+    lengths: [16, 17, 18, 19],
+  },
+  {
+    name: 'maestro',
+    prefixes: [
+      ['50', '50'],
+      ['56', '59'],
+      ['6304', '6304'],
+      ['6759', '6759'],
+      ['6761', '6763'],
+    ],
+    lengths: [12, 13, 14, 15, 16, 17, 18, 19],
+  },
+  { name: 'mir', prefixes: [['2200', '2204']], lengths: [16, 17, 18, 19] },
+];
+
+/** The card network whose prefix and length the digits have, if any. */
+export function cardIssuerOf(digits: string): string | undefined {
+  for (const issuer of cardIssuers) {
+    if (!issuer.lengths.includes(digits.length)) continue;
+    for (const [from, to] of issuer.prefixes) {
+      const head = digits.slice(0, from.length);
+      if (head >= from && head <= to) return issuer.name;
+    }
+  }
+  return undefined;
+}
 
 /** The Luhn checksum that every payment card number satisfies (and most random digit runs do not). */
 export function luhnValid(digits: string): boolean {
@@ -44,19 +175,127 @@ export function luhnValid(digits: string): boolean {
   return sum % 10 === 0;
 }
 
-function redactBuiltIns(text: string): string {
-  let out = text.replace(emailPattern, EMAIL_PLACEHOLDER);
-  out = out.replace(cardCandidate, (match) => {
-    const digits = match.replace(/[ -]/g, '');
-    return luhnValid(digits) ? CARD_PLACEHOLDER : match;
-  });
-  out = out.replace(phoneCandidate, (match) => {
-    const digits = match.replace(/\D/g, '');
-    // 7 to 15 digits (E.164), and not a date such as 2026-01-02 or 02/01/2026.
-    if (digits.length < 7 || digits.length > 15 || isoDateLike.test(match)) return match;
-    return PHONE_PLACEHOLDER;
-  });
-  return out;
+/** A payment card number: a known issuer's prefix and length, and a valid Luhn checksum. */
+export function isCardNumber(candidate: string): boolean {
+  const digits = candidate.replace(/[ -]/g, '');
+  return cardIssuerOf(digits) !== undefined && luhnValid(digits);
+}
+
+// Shapes that are never phone numbers, whatever a numbering plan allows.
+const notPhoneShapes = [
+  /^\d{4}[-./]\d{1,2}[-./]\d{1,2}$/, // 2026-01-02, 2026.01.02
+  /^\d{1,2}[-./]\d{1,2}[-./]\d{2,4}$/, // 02/01/2026, 02.01.26
+  /^\d{1,3}(?:\.\d{1,3}){3}$/, // an IPv4 address
+  /^\d+[.,]\d{1,2}$/, // an amount: 1234567.89
+  /^\d{1,3}(?:[,.\u00a0 ]\d{3})+(?:[.,]\d{1,2})?$/, // an amount with thousands separators: 1,234,567.89
+];
+// Right before the number: a currency sign, or part of a dotted or dashed run (versions, UUIDs, IPs).
+const notPhoneBefore = /(?:[$€£¥₹]\s?|[\d\p{L}][.:/-]|[.:/-]\d)$/u;
+const notPhoneAfter = /^(?:[.:/-][\d\p{L}]|\s?%)/u;
+// Words that announce a phone number, in a few languages, shortly before it.
+const phoneCue =
+  /(?:phone|tel(?:ephone|efon|éfono|efone)?|call|ring|mobile|cell|whats\s?app|sms|text\s+me|fax|contact|reach\s+me|handy|anrufen|rufnummer|portable|appel(?:er|ez)?|celular|móvil|cellulare|numéro)\b[^\d\n]{0,24}$/iu;
+
+/** An ISBN written with its hyphens (the last group is the one check character) and a valid checksum. */
+function isHyphenatedIsbn(raw: string): boolean {
+  if (!/^\d{1,5}-\d{1,7}-\d{1,7}-[\dX]$|^97[89]-\d{1,5}-\d{1,7}-\d{1,7}-\d$/.test(raw)) return false;
+  const chars = raw.replace(/-/g, '');
+  if (chars.length === 10) {
+    let sum = 0;
+    for (let i = 0; i < 10; i++) sum += (10 - i) * (chars[i] === 'X' ? 10 : Number(chars[i]));
+    return sum % 11 === 0;
+  }
+  if (chars.length === 13) {
+    let sum = 0;
+    for (let i = 0; i < 13; i++) sum += (i % 2 ? 3 : 1) * Number(chars[i]);
+    return sum % 10 === 0;
+  }
+  return false;
+}
+
+function digitsOf(text: string): string {
+  return text.replace(/\D/g, '');
+}
+
+interface Span {
+  start: number;
+  end: number;
+}
+
+/** The spans of `text` that are phone numbers, per the rules in the header. */
+export function findPhoneNumbers(text: string, regions: readonly CountryCode[]): Span[] {
+  const spans: Span[] = [];
+  const seen = new Set<string>();
+  const consider = (found: NumberFound, region: CountryCode | undefined) => {
+    const key = `${found.startsAt}:${found.endsAt}`;
+    if (seen.has(key)) return;
+    const raw = text.slice(found.startsAt, found.endsAt);
+    const number = found.number;
+    if (!number.isValid()) return;
+    const before = text.slice(Math.max(0, found.startsAt - 40), found.startsAt);
+    const after = text.slice(found.endsAt, found.endsAt + 3);
+    // Written with an international prefix: the country is explicit, validity alone decides.
+    const international = raw.startsWith('+') || /^(?:00|011)/.test(digitsOf(raw));
+    if (!international) {
+      if (notPhoneShapes.some((shape) => shape.test(raw)) || isHyphenatedIsbn(raw)) return;
+      if (/\bISBN(?:-1[03])?:?\s*$/i.test(before)) return;
+      if (notPhoneBefore.test(before) || notPhoneAfter.test(after)) return;
+      if (!writtenAsPhoneNumber(raw, number, region) && !phoneCue.test(before)) return;
+    }
+    seen.add(key);
+    spans.push({ start: found.startsAt, end: found.endsAt });
+  };
+  for (const found of findPhoneNumbersInText(text)) consider(found, undefined);
+  for (const region of regions) {
+    for (const found of findPhoneNumbersInText(text, { defaultCountry: region })) {
+      consider(found, region);
+    }
+  }
+  return spans;
+}
+
+/**
+ * Whether a national-form number is written the way its region writes phone numbers: with the
+ * trunk prefix that national dialling needs (the digits written are more than the national number),
+ * or grouped exactly as the region's national format groups it.
+ */
+function writtenAsPhoneNumber(raw: string, number: PhoneNumber, region: CountryCode | undefined): boolean {
+  const written = digitsOf(raw);
+  if (region !== 'US' && number.countryCallingCode !== '1' && written.length > number.nationalNumber.length)
+    return true;
+  const groups = raw.split(/[^\d]+/).filter(Boolean);
+  if (groups.length < 2) return false;
+  const formatted = number
+    .formatNational()
+    .split(/[^\d]+/)
+    .filter(Boolean);
+  return groups.length === formatted.length && groups.every((g, i) => g === formatted[i]);
+}
+
+function replaceSpans(text: string, spans: Span[], placeholder: string): string {
+  if (spans.length === 0) return text;
+  spans.sort((a, b) => a.start - b.start || b.end - a.end);
+  let out = '';
+  let at = 0;
+  for (const span of spans) {
+    if (span.start < at) continue; // inside a span already replaced
+    out += text.slice(at, span.start) + placeholder;
+    at = span.end;
+  }
+  return out + text.slice(at);
+}
+
+function redactBuiltIns(text: string, regions: readonly CountryCode[]): string {
+  let out = text.includes('@') ? text.replace(emailPattern, EMAIL_PLACEHOLDER) : text;
+  // Most strings hold fewer than 7 digits: nothing below can match them.
+  let digits = 0;
+  for (let i = 0; i < out.length && digits < 7; i++) {
+    const c = out.charCodeAt(i);
+    if (c >= 48 && c <= 57) digits++;
+  }
+  if (digits < 7) return out;
+  out = out.replace(cardCandidate, (match) => (isCardNumber(match) ? CARD_PLACEHOLDER : match));
+  return replaceSpans(out, findPhoneNumbers(out, regions), PHONE_PLACEHOLDER);
 }
 
 export interface CompiledPattern {
@@ -104,9 +343,12 @@ export interface Redactor {
   json(value: unknown): { value: unknown; changed: boolean };
 }
 
-export function createRedactor(patterns: readonly CompiledPattern[] = []): Redactor {
+export function createRedactor(
+  patterns: readonly CompiledPattern[] = [],
+  phoneRegions: readonly CountryCode[] = DEFAULT_PHONE_REGIONS,
+): Redactor {
   const text = (value: string): string => {
-    let out = redactBuiltIns(value);
+    let out = redactBuiltIns(value, phoneRegions);
     for (const p of patterns) {
       if (p.regex.matcher(out).find()) out = p.regex.matcher(out).replaceAll(() => PATTERN_PLACEHOLDER);
     }

@@ -1,10 +1,11 @@
+import type { CountryCode } from 'libphonenumber-js/max';
 import { resolveEnvironment } from '../admin/environments';
 import { publishUsageCounters, type RecordedUsage, writeUsageEvents } from '../analytics/usage-event-writer';
 import type { Db } from '../db/client';
 import { isUniqueViolation, type PrismaTx } from '../db/transaction';
 import { EVALUATION_QUEUE, startEvaluationRun } from '../evaluations/runs';
 import { notifyEnqueued } from '../jobs/queue';
-import { conflict, notFound } from '../lib/errors';
+import { AppError, conflict, notFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { AppPubSub } from '../lib/pubsub';
 import { compileRedactionPatterns, createRedactor, type Redactor } from './redaction';
@@ -22,6 +23,8 @@ export interface TranscriptDeps {
   pubsub: AppPubSub;
   /** How long the unredacted original of a redacted log is kept, in milliseconds. */
   retentionMs: number;
+  /** Regions whose national phone formats redaction reads (TRANSCRIPT_PHONE_REGIONS); default DEFAULT_PHONE_REGIONS. */
+  phoneRegions?: readonly CountryCode[];
 }
 
 /** TRANSCRIPT_UNREDACTED_RETENTION_DAYS in milliseconds. */
@@ -34,6 +37,11 @@ export interface SessionKey {
   environmentId: string;
   sessionId: string;
   userId?: string | null;
+  /**
+   * A session of Parley's runtime: a new transcript is ended by the idle sweep once it is idle
+   * past RUNTIME_SESSION_IDLE_MS (`endIdleTranscripts`). Other runtimes end theirs themselves.
+   */
+  endsWhenIdle?: boolean;
 }
 
 /**
@@ -50,8 +58,8 @@ export async function findOrCreateSessionTranscript(
   // Dates bound as parameters are stored exactly as Prisma stores them (ISO text on SQLite).
   const now = new Date();
   const inserted = await tx.$executeRaw`
-    INSERT INTO "Transcript" ("id", "projectId", "environmentId", "sessionId", "userId", "logCount", "createdAt", "updatedAt")
-    VALUES (${id}, ${key.projectId}, ${key.environmentId}, ${key.sessionId}, ${key.userId ?? null}, 0, ${now}, ${now})
+    INSERT INTO "Transcript" ("id", "projectId", "environmentId", "sessionId", "userId", "logCount", "createdAt", "updatedAt", "endsWhenIdle")
+    VALUES (${id}, ${key.projectId}, ${key.environmentId}, ${key.sessionId}, ${key.userId ?? null}, 0, ${now}, ${now}, ${key.endsWhenIdle ?? false})
     ON CONFLICT ("projectId", "environmentId", "sessionId") DO NOTHING`;
   if (inserted === 1) return { id, created: true };
   const row = await tx.transcript.findUniqueOrThrow({
@@ -67,14 +75,30 @@ export async function findOrCreateSessionTranscript(
   return { id: row.id, created: false };
 }
 
+/** Whether the session has a transcript and it was ended. */
+export async function isSessionTranscriptEnded(
+  tx: PrismaTx,
+  key: { projectId: string; environmentId: string; sessionId: string },
+): Promise<boolean> {
+  const row = await tx.transcript.findUnique({
+    where: { projectId_environmentId_sessionId: key },
+    select: { endedAt: true },
+  });
+  return row?.endedAt != null;
+}
+
 /** The project's redactor: built-in detectors plus its own patterns. */
-export async function loadRedactor(tx: PrismaTx, projectId: string): Promise<Redactor> {
+export async function loadRedactor(
+  tx: PrismaTx,
+  projectId: string,
+  phoneRegions?: readonly CountryCode[],
+): Promise<Redactor> {
   const rows = await tx.transcriptRedactionPattern.findMany({
     where: { projectId },
     orderBy: { createdAt: 'asc' },
     select: { pattern: true },
   });
-  return createRedactor(compileRedactionPatterns(rows.map((r) => r.pattern)));
+  return createRedactor(compileRedactionPatterns(rows.map((r) => r.pattern)), phoneRegions);
 }
 
 export interface AppendedLogs {
@@ -95,13 +119,14 @@ export async function appendLogs(
     logs: readonly LogInput[];
     retentionMs: number;
     redactor?: Redactor;
+    phoneRegions?: readonly CountryCode[];
     now?: Date;
   },
 ): Promise<AppendedLogs> {
   const { transcriptId, logs } = input;
   if (logs.length === 0) return { transcriptId, logIds: [] };
   const now = input.now ?? new Date();
-  const redactor = input.redactor ?? (await loadRedactor(tx, input.projectId));
+  const redactor = input.redactor ?? (await loadRedactor(tx, input.projectId, input.phoneRegions));
   // Reserve positions [logCount - n, logCount) atomically: concurrent appends get disjoint ranges.
   const { logCount } = await tx.transcript.update({
     where: { id: transcriptId },
@@ -190,37 +215,49 @@ async function recordTranscriptCreated(
  * returned, so a turn recorded again after a retry or from the outbox is not appended twice. Two
  * such calls at once: the second one's insert of that ID fails on the primary key once the first
  * commits, and it answers `null` too.
+ *
+ * With `end: true` (the conversation reached its end) the transcript is also ended in the same
+ * transaction, queueing its evaluations as `endTranscript` does: the logs and the end commit together.
  */
 export async function recordSessionLogs(
   deps: TranscriptDeps,
-  input: SessionKey & { logs: readonly LogInput[]; onceForLogId: string },
+  input: SessionKey & { logs: readonly LogInput[]; onceForLogId: string; end?: boolean },
 ): Promise<(AppendedLogs & { created: boolean }) | null>;
 export async function recordSessionLogs(
   deps: TranscriptDeps,
-  input: SessionKey & { logs: readonly LogInput[] },
+  input: SessionKey & { logs: readonly LogInput[]; end?: boolean },
 ): Promise<AppendedLogs & { created: boolean }>;
 export async function recordSessionLogs(
   deps: TranscriptDeps,
-  input: SessionKey & { logs: readonly LogInput[]; onceForLogId?: string },
+  input: SessionKey & { logs: readonly LogInput[]; onceForLogId?: string; end?: boolean },
 ): Promise<(AppendedLogs & { created: boolean }) | null> {
   const { onceForLogId } = input;
   const alreadyThere = async (client: PrismaTx) =>
     onceForLogId !== undefined &&
     (await client.transcriptLog.findUnique({ where: { id: onceForLogId }, select: { id: true } })) !== null;
-  let written: (AppendedLogs & { created: boolean; usage: RecordedUsage | null }) | null;
+  let written: (AppendedLogs & { created: boolean; usage: RecordedUsage | null; evaluationsQueued: number }) | null;
   try {
     written = await deps.db.prisma.$transaction(async (tx) => {
       if (await alreadyThere(tx)) return null;
-      return appendSessionLogs(deps, tx, input);
+      const appended = await appendSessionLogs(deps, tx, input);
+      const ended = input.end
+        ? await endTranscriptInTx(tx, {
+            projectId: input.projectId,
+            transcriptId: appended.transcriptId,
+            now: new Date(),
+          })
+        : null;
+      return { ...appended, evaluationsQueued: ended?.evaluationsQueued ?? 0 };
     });
   } catch (err) {
     if (isUniqueViolation(err) && (await alreadyThere(deps.db.prisma))) return null;
     throw err;
   }
   if (!written) return null;
-  const { usage, ...result } = written;
+  const { usage, evaluationsQueued, ...result } = written;
   publishTranscriptLogs(deps.pubsub, result);
   if (usage) publishUsageCounters(deps.pubsub, usage);
+  if (evaluationsQueued) notifyEnqueued(deps.pubsub, EVALUATION_QUEUE);
   return result;
 }
 
@@ -235,6 +272,7 @@ async function appendSessionLogs(
     projectId: input.projectId,
     logs: input.logs,
     retentionMs: deps.retentionMs,
+    phoneRegions: deps.phoneRegions,
   });
   const usage = transcript.created
     ? await recordTranscriptCreated(deps, tx, { ...input, transcriptId: transcript.id })
@@ -280,6 +318,7 @@ export async function createTranscript(
         projectId: input.projectId,
         logs: input.logs ?? [],
         retentionMs: deps.retentionMs,
+        phoneRegions: deps.phoneRegions,
       });
       usage = await recordTranscriptCreated(deps, tx, {
         projectId: input.projectId,
@@ -318,6 +357,7 @@ export async function appendTranscriptLogs(
       projectId: input.projectId,
       logs: input.logs,
       retentionMs: deps.retentionMs,
+      phoneRegions: deps.phoneRegions,
     }),
   );
   publishTranscriptLogs(deps.pubsub, appended);
@@ -334,35 +374,91 @@ export async function endTranscript(
   input: { projectId: string; transcriptId: string; now?: Date },
 ): Promise<{ endedAt: Date; evaluationsQueued: number }> {
   const now = input.now ?? new Date();
-  const outcome = await deps.db.prisma.$transaction(async (tx) => {
-    const { count } = await tx.transcript.updateMany({
-      where: { id: input.transcriptId, projectId: input.projectId, endedAt: null },
-      data: { endedAt: now, updatedAt: now },
-    });
-    if (count === 0) {
-      const existing = await tx.transcript.findFirst({
-        where: { id: input.transcriptId, projectId: input.projectId },
-        select: { endedAt: true },
-      });
-      if (!existing) throw notFound('Transcript', input.transcriptId);
-      return { endedAt: existing.endedAt ?? now, evaluationsQueued: 0 };
-    }
-    const evaluations = await tx.evaluation.findMany({
-      where: { projectId: input.projectId, enabled: true },
-      select: { id: true },
-      orderBy: { createdAt: 'asc' },
-    });
-    for (const evaluation of evaluations) {
-      await startEvaluationRun(tx, {
-        projectId: input.projectId,
-        evaluationId: evaluation.id,
-        transcriptId: input.transcriptId,
-      });
-    }
-    return { endedAt: now, evaluationsQueued: evaluations.length };
-  });
+  const outcome = await deps.db.prisma.$transaction((tx) => endTranscriptInTx(tx, { ...input, now }));
   if (outcome.evaluationsQueued) notifyEnqueued(deps.pubsub, EVALUATION_QUEUE);
-  return outcome;
+  return { endedAt: outcome.endedAt ?? now, evaluationsQueued: outcome.evaluationsQueued };
+}
+
+/**
+ * `endTranscript` inside the caller's transaction (call `notifyEnqueued` after the commit when
+ * evaluations were queued). With `idleBefore`, only a transcript not updated since then is ended:
+ * the idle sweep never ends a session that a turn just continued.
+ */
+async function endTranscriptInTx(
+  tx: PrismaTx,
+  input: { projectId: string; transcriptId: string; now: Date; idleBefore?: Date },
+): Promise<{ ended: boolean; endedAt: Date | null; evaluationsQueued: number }> {
+  const { now } = input;
+  const { count } = await tx.transcript.updateMany({
+    where: {
+      id: input.transcriptId,
+      projectId: input.projectId,
+      endedAt: null,
+      ...(input.idleBefore ? { updatedAt: { lt: input.idleBefore } } : {}),
+    },
+    data: { endedAt: now, updatedAt: now },
+  });
+  if (count === 0) {
+    const existing = await tx.transcript.findFirst({
+      where: { id: input.transcriptId, projectId: input.projectId },
+      select: { endedAt: true },
+    });
+    if (!existing) throw notFound('Transcript', input.transcriptId);
+    return { ended: false, endedAt: existing.endedAt, evaluationsQueued: 0 };
+  }
+  const evaluations = await tx.evaluation.findMany({
+    where: { projectId: input.projectId, enabled: true },
+    select: { id: true },
+    orderBy: { createdAt: 'asc' },
+  });
+  for (const evaluation of evaluations) {
+    await startEvaluationRun(tx, {
+      projectId: input.projectId,
+      evaluationId: evaluation.id,
+      transcriptId: input.transcriptId,
+    });
+  }
+  return { ended: true, endedAt: now, evaluationsQueued: evaluations.length };
+}
+
+/**
+ * The idle sweep (docs/transcripts.md "Ending"): ends the open transcripts of runtime sessions
+ * not updated for `idleMs`, as `POST …/end` would, a batch at a time through the index on
+ * (endsWhenIdle, endedAt, updatedAt). Each end is its own conditional update, so sweeps running
+ * on several instances at once end each transcript once. Returns how many it ended.
+ */
+export async function endIdleTranscripts(
+  deps: Pick<TranscriptDeps, 'db' | 'pubsub'>,
+  input: { idleMs: number; now?: Date; batchSize?: number; maxBatches?: number },
+): Promise<number> {
+  const now = input.now ?? new Date();
+  const idleBefore = new Date(now.getTime() - input.idleMs);
+  const batchSize = input.batchSize ?? 200;
+  let ended = 0;
+  let queued = 0;
+  for (let batch = 0; batch < (input.maxBatches ?? 50); batch++) {
+    const idle = await deps.db.prisma.transcript.findMany({
+      where: { endsWhenIdle: true, endedAt: null, updatedAt: { lt: idleBefore } },
+      orderBy: { updatedAt: 'asc' },
+      select: { id: true, projectId: true },
+      take: batchSize,
+    });
+    for (const t of idle) {
+      try {
+        const outcome = await deps.db.prisma.$transaction((tx) =>
+          endTranscriptInTx(tx, { projectId: t.projectId, transcriptId: t.id, now, idleBefore }),
+        );
+        if (outcome.ended) ended++;
+        queued += outcome.evaluationsQueued;
+      } catch (err) {
+        // Deleted since it was read: nothing to end.
+        if (!(err instanceof AppError && err.code === 'NOT_FOUND')) throw err;
+      }
+    }
+    if (idle.length < batchSize) break;
+  }
+  if (queued) notifyEnqueued(deps.pubsub, EVALUATION_QUEUE);
+  return ended;
 }
 
 /** Deletes a transcript with its logs, kept originals, property values and evaluation results. */

@@ -5,7 +5,8 @@ import type { LogInput } from './validation';
 /**
  * Records each runtime turn into its session's transcript (docs/runtime.md "Turn records"): the
  * request's action (with the turn's ID, so `history[].id` is the turn ID), every trace of the
- * turn at its own time, and an `end` log when the conversation reached an end. A turn that failed
+ * turn at its own time, and an `end` log when the conversation reached an end, which also ends the
+ * transcript (docs/transcripts.md "Ending"). A turn that failed
  * before it knew its session (it never got the user's state) has no transcript to go to.
  * Idempotent per turn ID, as the runtime's outbox needs (src/runtime/turn-outbox.ts).
  */
@@ -25,13 +26,18 @@ export function createTranscriptTurnRecorder(deps: TranscriptDeps): TurnRecorder
         ...(turn.conversationEnded ? [{ type: 'end', data: null, createdAt: turn.finishedAt } satisfies LogInput] : []),
       ];
       // The action log's ID is the turn's: recording a turn again (a retry, the outbox) writes nothing.
+      // A conversation that reached an end (or hand-off) step ends its transcript with its last
+      // logs, queueing the enabled evaluations as `POST …/end` would; one that goes quiet is ended
+      // by the idle sweep (endIdleTranscripts).
       await recordSessionLogs(deps, {
         projectId: turn.projectID,
         environmentId: turn.environmentID,
         sessionId: turn.sessionID,
         userId: turn.userID,
+        endsWhenIdle: true,
         logs,
         onceForLogId: turn.turnID,
+        end: turn.conversationEnded,
       });
     },
   };

@@ -61,7 +61,14 @@ describeEachDatabase('the parley CLI', (provider) => {
       });
 
       const key = await parley(
-        ['key', 'create', '--project', created.projectID, '--scopes', 'analytics:read,kb:read'],
+        [
+          'key',
+          'create',
+          '--project',
+          created.projectID,
+          '--scopes',
+          'analytics:read,kb:read,transcripts:read-unredacted',
+        ],
         {
           DATABASE_URL: database.url,
         },
@@ -69,10 +76,11 @@ describeEachDatabase('the parley CLI', (provider) => {
       expect(key.code).toBe(0);
       const k = JSON.parse(key.stdout);
       expect(Object.keys(k).sort()).toEqual(['apiKey', 'keyID', 'scopes']);
-      expect(k.scopes).toEqual(['analytics:read', 'kb:read']);
+      expect(k.scopes).toEqual(['analytics:read', 'kb:read', 'transcripts:read-unredacted']);
       expect((await app.http('GET', '/v1/whoami', { key: k.apiKey })).body.key.scopes).toEqual([
         'analytics:read',
         'kb:read',
+        'transcripts:read-unredacted',
       ]);
 
       const revoke = await parley(['key', 'revoke', k.keyID], { DATABASE_URL: database.url });
@@ -106,4 +114,55 @@ describeEachDatabase('the parley CLI', (provider) => {
     expect(out.code).toBe(0);
     expect(JSON.parse(out.stdout)).toEqual({ applied: [] });
   });
+
+  it('shows and sets web chat settings, refusing bad values', async () => {
+    const env = { DATABASE_URL: database.url };
+    const created = JSON.parse((await parley(['project', 'create', '--name', 'chat'], env)).stdout);
+    const shown = await parley(['webchat', 'show', '--project', created.projectID], env);
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({
+      enabled: false,
+      allowedOrigins: [],
+      environmentAlias: 'development',
+    });
+    const set = await parley(
+      [
+        'webchat',
+        'set',
+        '--project',
+        created.projectID,
+        '--environment',
+        'production',
+        '--enable',
+        '--origin',
+        'https://a.example',
+        '--origin',
+        'http://localhost:8080',
+        '--title',
+        'Help',
+        '--position',
+        'left',
+        '--no-feedback',
+      ],
+      env,
+    );
+    expect(set.code, set.stderr).toBe(0);
+    expect(JSON.parse(set.stdout)).toMatchObject({
+      enabled: true,
+      environmentAlias: 'production',
+      allowedOrigins: ['https://a.example', 'http://localhost:8080'],
+      title: 'Help',
+      position: 'left',
+      feedback: false,
+    });
+    const again = await parley(['webchat', 'show', '--project', created.projectID, '--environment', 'production'], env);
+    expect(JSON.parse(again.stdout)).toMatchObject({ enabled: true, title: 'Help' });
+    const bad = await parley(
+      ['webchat', 'set', '--project', created.projectID, '--origin', 'https://a.example/x'],
+      env,
+    );
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('allowedOrigins.0: must be an origin');
+    // Five CLI processes, each starting tsx and opening the database: generous on a loaded machine.
+  }, 300_000);
 });

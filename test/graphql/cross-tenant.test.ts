@@ -202,6 +202,11 @@ const gqlCases: Record<string, GqlCase> = {
       c: { environmentID: v['criteria.environmentID'], filters: [{ id: v['criteria.filters.id'], op: 'exists' }] },
     }),
   },
+  'Query.webChatSettings': {
+    op: `query($p: ID!, $e: String) { webChatSettings(projectID: $p, environment: $e) { enabled } }`,
+    ids: { projectID: 'project', environment: 'environment' },
+    vars: (v) => ({ p: v.projectID, e: v.environment }),
+  },
   'Query.usage': {
     op: `query($f: UsageFilterInput!) { usage(name: interactions, filter: $f) { __typename } }`,
     ids: { 'filter.projectID': 'project', 'filter.projectEnvironmentIDOrAlias': 'environment' },
@@ -242,6 +247,11 @@ const gqlCases: Record<string, GqlCase> = {
       v.$at === 'input.projectID'
         ? { i: { projectID: v['input.projectID'], scopes: ['kb:read'] } }
         : { i: { workspaceID: v['input.workspaceID'], scopes: ['kb:read'] } },
+  },
+  'Mutation.updateWebChatSettings': {
+    op: `mutation($p: ID!, $e: String) { updateWebChatSettings(projectID: $p, environment: $e, input: { title: "cross" }) { title } }`,
+    ids: { projectID: 'project', environment: 'environment' },
+    vars: (v) => ({ p: v.projectID, e: v.environment }),
   },
   'Mutation.createEnvironment': {
     op: `mutation($p: ID!) { createEnvironment(projectID: $p, alias: "cross-tenant") { id } }`,

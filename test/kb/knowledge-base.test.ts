@@ -429,6 +429,32 @@ describeEachDatabase('knowledge base over REST', (provider) => {
     expectError(await upload({ query: { maxChunkSize: '1501' } }), 400, 'VALIDATION_FAILED', /maxChunkSize/);
     expectError(await upload({ query: { maxChunkSize: '1000abc' } }), 400, 'VALIDATION_FAILED');
     expectError(await upload({ query: { overwrite: 'maybe' } }), 400, 'VALIDATION_FAILED', /overwrite/);
+    // The original's upload options that Parley does not implement: refused by name, never ignored.
+    for (const option of [
+      'markdownConversion',
+      'llmGeneratedQ',
+      'llmPrependContext',
+      'llmBasedChunks',
+      'llmContentSummarization',
+    ]) {
+      const refused = await upload({ query: { [option]: 'true' } });
+      expectError(refused, 400, 'VALIDATION_FAILED', new RegExp(`${option}.*not supported`));
+      expect(refused.body.details).toEqual([{ path: option, message: expect.stringContaining('leave it out') }]);
+      expectError(await upload({ query: { [option]: 'perhaps' } }), 400, 'VALIDATION_FAILED', new RegExp(option));
+    }
+    expectError(await upload({ query: { tags: 'faq' } }), 400, 'VALIDATION_FAILED', /tags.*not supported/);
+    const urlRefused = await t.app.http('POST', '/v1/knowledge-base/docs/upload', {
+      key: p.apiKey,
+      query: { llmGeneratedQ: 'true' },
+      body: { data: { type: 'url', url: 'https://example.com/', metadata: {} } },
+    });
+    expectError(urlRefused, 400, 'VALIDATION_FAILED', /llmGeneratedQ/);
+    const tableRefused = await t.app.http('POST', '/v1/knowledge-base/docs/upload/table', {
+      key: p.apiKey,
+      query: { llmBasedChunks: '1' },
+      body: { data: { name: 't', schema: { searchableFields: ['a'], metadataFields: [] }, items: [{ a: 'x' }] } },
+    });
+    expectError(tableRefused, 400, 'VALIDATION_FAILED', /llmBasedChunks/);
     expectError(await upload({ filename: 'virus.exe' }), 415, 'UNSUPPORTED_MEDIA_TYPE', /virus\.exe/);
     expectError(await upload({ content: new Uint8Array(400_000) }), 413, 'PAYLOAD_TOO_LARGE');
     expectError(await upload({ metadata: '{not json' }), 400, 'VALIDATION_FAILED', /metadata/);

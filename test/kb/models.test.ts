@@ -50,11 +50,11 @@ describeEachDatabase('knowledge base with a model server', (provider) => {
   });
 
   /** Uploads the three-row table whose vectors the tests script; returns its document. */
-  async function uploadAnimals(project: TestProject, vectors: number[][]) {
+  async function uploadAnimals(project: TestProject, vectors: number[][], query: Record<string, string> = {}) {
     fake.script({ type: 'embeddings', vectors, promptTokens: 30 });
     const res = await app.http('POST', '/v1/knowledge-base/docs/upload/table', {
       key: project.apiKey,
-      query: { wait: 'true' },
+      query: { wait: 'true', ...query },
       body: {
         data: {
           name: 'topics',
@@ -71,6 +71,58 @@ describeEachDatabase('knowledge base with a model server', (provider) => {
     expect(res.body.data.status.type).toBe('SUCCESS');
     return res.body.data;
   }
+
+  it('charges embedding tokens to the environment the document is used in', async () => {
+    const q = await app.createProject();
+    const [dev, prod] = ['development', 'production'].map((alias) => q.environments.find((e) => e.alias === alias)!.id);
+    fake.reset();
+    await uploadAnimals(
+      q,
+      [
+        [1, 0, 0],
+        [0, 1, 0],
+        [0, 0, 1],
+      ],
+      { environment: 'production' },
+    );
+    fake.script({ type: 'embeddings', vectors: [[1, 0, 0]], promptTokens: 7 });
+    const file = await uploadFile(app, {
+      key: q.apiKey,
+      filename: 'notes.txt',
+      content: 'Cats like mats.',
+      query: { environment: prod!, wait: 'true' },
+    });
+    expect(file.status, file.text).toBe(200);
+    const embedTokens = async () =>
+      (await usageItems(app, q, 'credit_usage'))
+        .filter((c) => c.model === 'embed-a')
+        .map((c) => [c.environmentID, c.count]);
+    expect(await embedTokens()).toEqual([[prod, 37]]);
+    // An unknown environment is a 404 and stores nothing; without one, development pays.
+    const unknown = await app.http('POST', '/v1/knowledge-base/docs/upload/table', {
+      key: q.apiKey,
+      query: { environment: 'staging' },
+      body: { data: { name: 'x', schema: { searchableFields: ['t'], metadataFields: [] }, items: [{ t: 'x' }] } },
+    });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toMatchObject({ errorCode: 'NOT_FOUND', message: expect.stringContaining('staging') });
+    fake.script({ type: 'embeddings', vectors: [[0, 1, 0]], promptTokens: 5 });
+    const plain = await uploadFile(app, {
+      key: q.apiKey,
+      filename: 'plain.txt',
+      content: 'Revenue grew.',
+      query: { wait: 'true' },
+    });
+    expect(plain.status, plain.text).toBe(200);
+    expect((await embedTokens()).sort()).toEqual(
+      [
+        [dev, 5],
+        [prod, 37],
+      ].sort(),
+    );
+    const docs = await app.http('GET', '/v1/knowledge-base/docs', { key: q.apiKey });
+    expect(docs.body.total).toBe(3);
+  });
 
   it('embeds chunks when ingested and ranks by meaning where no word matches, with the filter applied', async () => {
     const q = await app.createProject();

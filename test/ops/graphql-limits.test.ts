@@ -203,3 +203,27 @@ describe(`persisted operations only [${provider}]`, () => {
     expect(envs.body.environments).toHaveLength(2);
   });
 });
+
+describe(`persisted operations only, with no exported file [${provider}]`, () => {
+  const t = useTestApp(provider, { env: { GRAPHQL_PERSISTED_ONLY: 'true', NODE_ENV: 'production' } });
+
+  it("runs a REST route's document by its hash over /graphql: the composition root hands the route table's documents to Yoga", async () => {
+    const p = await t.app.createProject();
+    const whoami = routes.find((r) => r.method === 'GET' && r.path === '/v1/whoami');
+    expect(whoami).toBeDefined();
+    const byHash = await t.app.http('POST', '/graphql', {
+      key: p.apiKey,
+      body: { extensions: { persistedQuery: { version: 1, sha256Hash: operationHash(whoami!.operation) } } },
+    });
+    expect(byHash.status).toBe(200);
+    expect(JSON.stringify(byHash.body.data)).toContain(p.projectID);
+    // Any other document is still refused, and an unknown hash is not found.
+    const arbitrary = await t.app.gql('{ viewer { kind } }');
+    expect(arbitrary.body.errors[0].extensions.code).toBe('PERSISTED_QUERY_ONLY');
+    const unknown = await t.app.http('POST', '/graphql', {
+      key: p.apiKey,
+      body: { extensions: { persistedQuery: { version: 1, sha256Hash: 'e'.repeat(64) } } },
+    });
+    expect(unknown.body.errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_FOUND');
+  });
+});

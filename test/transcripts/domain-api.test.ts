@@ -9,7 +9,7 @@ import {
 import { useTestApp } from '../helpers/app';
 import { describeEachDatabase } from '../helpers/lanes';
 import { recordSubscription } from '../helpers/subscriptions';
-import { adminProject, conversation, ingestTranscript } from './helpers';
+import { adminProject, conversation, ingestTranscript, unredactedProject } from './helpers';
 
 describeEachDatabase('the transcripts domain API (for the runtime)', (provider) => {
   const t = useTestApp(provider, { env: { JOB_POLL_MS: '50', TRANSCRIPT_PURGE_INTERVAL_MS: '1000' } });
@@ -80,7 +80,7 @@ describeEachDatabase('the transcripts domain API (for the runtime)', (provider) 
   });
 
   it('purges kept originals after the retention period with the recurring job', async () => {
-    const p = await t.app.createProject();
+    const p = await unredactedProject(t.app);
     const { id: environmentId } = await resolveEnvironment(t.app.services.db.prisma, p.projectID, null);
     const short = { ...deps(), retentionMs: 1 };
     const recorded = await recordSessionLogs(short, {

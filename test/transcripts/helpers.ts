@@ -1,4 +1,5 @@
 import { expect } from 'vitest';
+import { defaultKeyScopes } from '../../src/auth/keys';
 import type { TestApp, TestProject } from '../helpers/app';
 
 /** Ingests a transcript over REST and returns its ID. */
@@ -55,4 +56,9 @@ export function errorBody(statusCode: number, errorCode: string) {
  */
 export function requestOperations(operations: string[]): string[] {
   return operations.filter((o) => !/^(undefined|Job|ApiKey)\./.test(o)).sort();
+}
+
+/** A project whose key may also read unredacted logs (`transcripts:read-unredacted`). */
+export function unredactedProject(app: TestApp): Promise<TestProject> {
+  return app.createProject({ scopes: [...defaultKeyScopes, 'transcripts:read-unredacted'] });
 }

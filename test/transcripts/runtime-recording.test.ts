@@ -3,6 +3,7 @@ import { useTestApp } from '../helpers/app';
 import { describeEachDatabase } from '../helpers/lanes';
 import { interact, publish } from '../helpers/runtime';
 import { recordSubscription } from '../helpers/subscriptions';
+import { unredactedProject } from './helpers';
 
 const greeter = {
   name: 'Greeter',
@@ -32,7 +33,7 @@ describeEachDatabase("the runtime's turns in transcripts", (provider) => {
   const t = useTestApp(provider);
 
   it('records each turn of a session into its transcript, redacted, with one history entry per turn', async () => {
-    const p = await t.app.createProject();
+    const p = await unredactedProject(t.app);
     await publish(t.app, p.projectID, greeter);
     const launch = await interact(t.app, p.apiKey, p.projectID, 'ann', { action: { type: 'launch' } });
     expect(launch.status).toBe(200);

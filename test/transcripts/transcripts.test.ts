@@ -1,7 +1,14 @@
 import { expect, it } from 'vitest';
 import { useTestApp } from '../helpers/app';
 import { describeEachDatabase } from '../helpers/lanes';
-import { adminProject, conversation, errorBody, ingestTranscript, requestOperations } from './helpers';
+import {
+  adminProject,
+  conversation,
+  errorBody,
+  ingestTranscript,
+  requestOperations,
+  unredactedProject,
+} from './helpers';
 
 const unknownId = 'ffffffffffffffffffffffff';
 
@@ -233,7 +240,7 @@ describeEachDatabase('transcripts over REST', (provider) => {
   });
 
   it('gets a transcript: filterConversation, customTraceTypes, encode, unredacted', async () => {
-    const p = await t.app.createProject();
+    const p = await unredactedProject(t.app);
     const id = await ingestTranscript(t.app, p, {
       logs: [
         { type: 'action', data: { type: 'text', payload: 'call me on +44 20 7946 0958 or <a@example.com>' } },
@@ -307,6 +314,33 @@ describeEachDatabase('transcripts over REST', (provider) => {
     });
     const expired = await get({ unredacted: 'true' });
     expect(expired.body.transcript.logs[0].data.payload).toBe('call me on [phone] or <[email]>');
+
+    // transcripts:read alone never reads the originals: 401 naming the scope, over REST and GraphQL.
+    const made = await t.app.gql(
+      'mutation($input: CreateApiKeyInput!) { createApiKey(input: $input) { apiKey key { scopes } } }',
+      { input: { projectID: p.projectID, scopes: ['transcripts:read'] } },
+    );
+    const readerKey = made.body.data.createApiKey.apiKey as string;
+    const asReader = (query: Record<string, string>) =>
+      t.app.http('GET', `/v1/transcript/${id}`, { key: readerKey, query });
+    expect((await asReader({})).body.transcript.logs[0].data.payload).toBe('call me on [phone] or <[email]>');
+    const refused = await asReader({ unredacted: 'true' });
+    expect(refused.status).toBe(401);
+    expect(refused.body).toMatchObject({
+      ...errorBody(401, 'INSUFFICIENT_SCOPE'),
+      message: expect.stringContaining('transcripts:read-unredacted'),
+    });
+    const overGraphql = await t.app.gql(
+      'query($id: ID!) { transcript(id: $id) { logs(unredacted: true) { data } } }',
+      { id },
+      readerKey,
+    );
+    expect(overGraphql.body.errors[0].extensions.code).toBe('INSUFFICIENT_SCOPE');
+    expect(JSON.stringify(overGraphql.body)).not.toContain('7946');
+    // A new project key does not get the scope unless asked for.
+    const plain = await t.app.createProject();
+    const keys = await t.app.gql('query { viewer { scopes } }', {}, plain.apiKey);
+    expect(keys.body.data.viewer.scopes).not.toContain('transcripts:read-unredacted');
 
     for (const query of [{ unredacted: 'yes' }, { filterConversation: '2' }] as Record<string, string>[]) {
       expect((await get(query)).status).toBe(400);

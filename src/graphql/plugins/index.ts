@@ -24,6 +24,8 @@ export interface OperationalPluginOptions {
   ops: PluginOps;
   /** The rate-limit group of each root field (src/app.ts derives it from the REST route table). */
   fieldGroups: ReadonlyMap<string, RateLimitGroup>;
+  /** Documents that are always persisted operations (src/app.ts: the REST routes' documents). */
+  persistedDocuments: readonly string[];
   /** Path of the graphql-sse single-connection endpoint (persisted-only checks full documents there). */
   streamEndpoint: string;
 }
@@ -41,7 +43,10 @@ export function operationalPlugins(opts: OperationalPluginOptions): Plugin<Conte
       },
       opts.fieldGroups,
     ),
-    ...graphqlProtectionPlugins(opts.config, { streamEndpoint: opts.streamEndpoint }),
+    ...graphqlProtectionPlugins(opts.config, {
+      streamEndpoint: opts.streamEndpoint,
+      persistedDocuments: opts.persistedDocuments,
+    }),
     useEndSubscriptionsOnShutdown(opts.ops.shutdownSignal),
   ];
 }

@@ -193,7 +193,7 @@ export interface PersistedOperations {
  * Reads a persisted-operations file: an object mapping each hash to its document (the format of
  * `npm run graphql:persisted-operations`, Apollo's and GraphQL Codegen's), or an array of documents.
  */
-export function loadPersistedOperations(file: string): PersistedOperations {
+export function loadPersistedOperations(file: string, builtIn: readonly string[] = []): PersistedOperations {
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(file, 'utf8'));
@@ -203,18 +203,26 @@ export function loadPersistedOperations(file: string): PersistedOperations {
   const entries: [string, string][] = Array.isArray(raw)
     ? raw.map((doc) => [operationHash(String(doc)), String(doc)])
     : Object.entries(raw as Record<string, unknown>).map(([hash, doc]) => [hash, String(doc)]);
-  const byHash = new Map(entries);
-  const documents = new Set<string>();
+  const store = builtInPersistedOperations(builtIn);
   for (const [hash, doc] of entries) {
+    store.byHash.set(hash, doc);
     try {
-      documents.add(normalized(doc));
+      store.documents.add(normalized(doc));
     } catch (err) {
       throw new ConfigError(
         `GRAPHQL_PERSISTED_OPERATIONS_FILE: ${file}: the operation ${hash} does not parse: ${(err as Error).message}`,
       );
     }
   }
-  return { byHash, documents };
+  return store;
+}
+
+/** The persisted operations of documents the server itself runs (they parse: the schema test checks them). */
+function builtInPersistedOperations(documents: readonly string[]): PersistedOperations {
+  return {
+    byHash: new Map(documents.map((doc) => [operationHash(doc), doc])),
+    documents: new Set(documents.map((doc) => normalized(doc))),
+  };
 }
 
 /**
@@ -274,14 +282,17 @@ function usePersisted(config: Config, store: PersistedOperations, streamEndpoint
 }
 
 /** The protection plugins of the GraphQL pipeline, from the configuration. */
-export function graphqlProtectionPlugins(config: Config, opts: { streamEndpoint: string }): Plugin<Context>[] {
+export function graphqlProtectionPlugins(
+  config: Config,
+  opts: { streamEndpoint: string; persistedDocuments: readonly string[] },
+): Plugin<Context>[] {
   const plugins: Plugin<Context>[] = [armorPlugin(config) as Plugin<Context>, useListArgumentCaps(config)];
   if (!config.GRAPHQL_INTROSPECTION)
     plugins.push(useDisableIntrospection<Context & Record<string, unknown>>() as Plugin<Context>);
   if (config.GRAPHQL_PERSISTED_OPERATIONS_FILE || config.GRAPHQL_PERSISTED_ONLY) {
     const store = config.GRAPHQL_PERSISTED_OPERATIONS_FILE
-      ? loadPersistedOperations(config.GRAPHQL_PERSISTED_OPERATIONS_FILE)
-      : { byHash: new Map<string, string>(), documents: new Set<string>() };
+      ? loadPersistedOperations(config.GRAPHQL_PERSISTED_OPERATIONS_FILE, opts.persistedDocuments)
+      : builtInPersistedOperations(opts.persistedDocuments);
     plugins.push(...usePersisted(config, store, opts.streamEndpoint));
   }
   return plugins;

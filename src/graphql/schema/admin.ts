@@ -279,7 +279,7 @@ const CreateApiKeyInput = builder.inputType('CreateApiKeyInput', {
     workspaceID: t.id({ description: 'A workspace key, reaching every project of the workspace.', validate: idSchema }),
     scopes: t.stringList({
       validate: scopesSchema,
-      description: `Among: ${scopeList}. Default: every scope but admin and analytics:write.`,
+      description: `Among: ${scopeList}. Default: every scope but admin, analytics:write and transcripts:read-unredacted.`,
     }),
     name: t.string({ validate: projectNameSchema }),
   }),

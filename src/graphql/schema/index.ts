@@ -7,6 +7,7 @@ import './usage';
 import './transcripts';
 import './evaluations';
 import './knowledge-base';
+import './webchat';
 
 /** The whole schema: one file per area registers its types and root fields on the builder. */
 export const schema = lexicographicSortSchema(builder.toSchema());

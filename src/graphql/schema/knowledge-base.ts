@@ -308,6 +308,13 @@ const kbQueryDeps = (ctx: Context) => ({
   logger: ctx.services.logger.child({ component: 'kb', requestId: ctx.requestId }),
 });
 
+const environmentArg = (t: Parameters<Parameters<typeof builder.mutationFields>[0]>[0]) =>
+  t.arg.string({
+    description:
+      'The environment (ID or alias) the document is used in: its embedding tokens are charged there. Default: development (an overwritten document keeps its own).',
+    validate: z.string().min(1).max(100).nullish(),
+  });
+
 const uploadArgs = (t: Parameters<Parameters<typeof builder.mutationFields>[0]>[0]) => ({
   projectID: t.arg.id({ description: "Default: the API key's project." }),
   metadata: t.arg({ type: 'JSONObject', validate: metadataSchema.nullish() }),
@@ -317,6 +324,7 @@ const uploadArgs = (t: Parameters<Parameters<typeof builder.mutationFields>[0]>[
   }),
   maxChunkSize: t.arg.int({ defaultValue: kbLimits.chunkSize.default, validate: maxChunkSizeSchema.nullish() }),
   wait: t.arg.boolean({ defaultValue: false, description: 'Answer once ingestion finished (SUCCESS or ERROR).' }),
+  environment: environmentArg(t),
 });
 
 // ── Root fields ─────────────────────────────────────────────────────────────────────────────────
@@ -387,6 +395,7 @@ builder.mutationFields((t) => ({
         metadata: args.metadata ?? {},
         overwrite: args.overwrite ?? false,
         maxChunkSize: args.maxChunkSize ?? undefined,
+        environment: args.environment ?? null,
       });
       const settled = await afterUpload(ctx, doc, args.wait);
       return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id: settled.id } });
@@ -411,6 +420,7 @@ builder.mutationFields((t) => ({
         metadata: args.metadata ?? {},
         overwrite: args.overwrite ?? false,
         maxChunkSize: args.maxChunkSize ?? undefined,
+        environment: args.environment ?? null,
       });
       const settled = await afterUpload(ctx, doc, args.wait);
       return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id: settled.id } });
@@ -425,6 +435,7 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: KbTableInput, required: true }).validate(tableInputSchema),
       overwrite: t.arg.boolean({ defaultValue: false, description: 'Replace the newest table with the same name.' }),
       wait: t.arg.boolean({ defaultValue: false }),
+      environment: environmentArg(t),
     },
     resolve: async (query, _root, args, ctx) => {
       const project = await requireProjectOrKeyProject(ctx, args.projectID ? String(args.projectID) : null);
@@ -434,6 +445,7 @@ builder.mutationFields((t) => ({
         source: { kind: 'table', name: input.name, schema: input.schema, items: input.items },
         metadata: input.metadata ?? {},
         overwrite: args.overwrite ?? false,
+        environment: args.environment ?? null,
       });
       const settled = await afterUpload(ctx, doc, args.wait);
       return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id: settled.id } });

@@ -50,6 +50,7 @@ export const transcriptDeps = (ctx: Context): TranscriptDeps => ({
   db: ctx.services.db,
   pubsub: ctx.services.pubsub,
   retentionMs: retentionMsOf(ctx.services.config),
+  phoneRegions: ctx.services.config.TRANSCRIPT_PHONE_REGIONS,
 });
 
 // ── Logs (batched per request) ──────────────────────────────────────────────────────────────────
@@ -222,10 +223,14 @@ export const TranscriptType = builder.prismaObject('Transcript', {
     }),
     logs: t.field({
       type: [TranscriptLogType],
+      // The originals hold what redaction removed: they need a scope of their own.
+      authScopes: (_transcript, args) =>
+        args.unredacted ? { scope: 'transcripts:read-unredacted' } : { authenticated: true },
       args: {
         unredacted: t.arg.boolean({
           defaultValue: false,
-          description: 'Originals instead of redacted data, while they are kept (the retention period).',
+          description:
+            'Originals instead of redacted data, while they are kept (the retention period). Needs the transcripts:read-unredacted scope.',
         }),
         filterConversation: t.arg.boolean({
           defaultValue: false,

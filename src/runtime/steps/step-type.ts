@@ -102,6 +102,21 @@ export interface ApiCallRecord {
   error?: string;
 }
 
+/**
+ * A call of an integration tool (a third-party service the agent step calls on the model's behalf:
+ * a CRM lookup, a calendar booking, …). Each becomes an `integration_call` usage event, counted under
+ * `integrations` (docs/usage.md "What counts as an integration call").
+ */
+export interface IntegrationCallRecord {
+  stepID: string;
+  flowID: string;
+  /** The integration tool's name: `integrations.integrationToolName`. */
+  integrationToolName: string;
+  success: boolean;
+  durationMs: number;
+  error?: string;
+}
+
 export interface FunctionCallRecord {
   stepID: string;
   flowID: string;
@@ -220,6 +235,8 @@ export interface StepContext {
   resolveEntity(ref: string | EntitySpec): EntitySpec | null;
   recordApiCall(call: Omit<ApiCallRecord, 'stepID' | 'flowID'>): void;
   recordFunctionCall(call: Omit<FunctionCallRecord, 'stepID' | 'flowID'>): void;
+  /** Records one integration tool call of this step (the agent step's tool calls). */
+  recordIntegrationCall(call: Omit<IntegrationCallRecord, 'stepID' | 'flowID'>): void;
 }
 
 export interface StepType<S extends StepBase = StepBase> {

@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "KbDocument" ADD COLUMN "environmentId" TEXT;
