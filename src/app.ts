@@ -130,7 +130,6 @@ export function buildApp(services: AppServices): ParleyApp {
     ),
   );
 
-  app.use(express.json({ limit: config.BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));
   app.use(
     createRestRouter({
       yoga,
@@ -138,6 +137,7 @@ export function buildApp(services: AppServices): ParleyApp {
       logger,
       sseKeepAliveMs: config.SSE_KEEPALIVE_MS,
       maxUploadBytes: config.KB_MAX_FILE_BYTES,
+      bodyLimitBytes: config.BODY_LIMIT_BYTES,
     }),
   );
 

@@ -1,10 +1,14 @@
 import { resolveEnvironments } from '../admin/environments';
 import type { Db } from '../db/client';
+import { AppError } from '../lib/errors';
+import { isId } from '../lib/ids';
 
 /**
  * Resolves `projectEnvironmentIDOrAlias` (IDs or aliases, DECISIONS.md §1) to environment IDs of
- * the project; null stays null (every environment). A name the project does not have is a 404, so
- * a typo is not mistaken for "no usage".
+ * the project; null stays null (every environment). An environment ID of a project the caller does
+ * not reach is a 401, as a foreign `projectID` is (SPEC.md "Errors": a usage query whose key lacks
+ * permission for some of the requested resources); any other name the project does not have is a
+ * 404, so a typo is not mistaken for "no usage".
  */
 export async function resolveEnvironmentFilter(
   db: Db,
@@ -13,12 +17,33 @@ export async function resolveEnvironmentFilter(
 ): Promise<string[] | null> {
   if (idsOrAliases === null) return null;
   const wanted = [...new Set(idsOrAliases)];
-  const found = await resolveEnvironments(
-    db.prisma,
-    wanted.map((ref) => ({ projectId, ref })),
-    () => 'filter.projectEnvironmentIDOrAlias',
-  );
-  return [...new Set(found.map((e) => e.id))].sort();
+  try {
+    const found = await resolveEnvironments(
+      db.prisma,
+      wanted.map((ref) => ({ projectId, ref })),
+      () => 'filter.projectEnvironmentIDOrAlias',
+    );
+    return [...new Set(found.map((e) => e.id))].sort();
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== 'NOT_FOUND') throw err;
+    // An environment ID that is not the project's is a permission problem (401, as a foreign
+    // projectID is), whether it belongs to a project the caller does not reach or to none, so the
+    // answer does not tell other tenants' IDs from made-up ones. A name that is no ID stays a 404.
+    const own = await db.prisma.environment.findMany({
+      where: { projectId, OR: [{ id: { in: wanted } }, { alias: { in: wanted } }] },
+      select: { id: true, alias: true },
+    });
+    const foreign = wanted.filter((w) => isId(w) && !own.some((e) => e.id === w || e.alias === w));
+    if (foreign.length) {
+      throw new AppError('FORBIDDEN', `This API key does not have access to environment "${foreign[0]}".`, {
+        details: foreign.map((id) => ({
+          path: 'filter.projectEnvironmentIDOrAlias',
+          message: `this API key does not have access to environment "${id}"`,
+        })),
+      });
+    }
+    throw err;
+  }
 }
 
 /**

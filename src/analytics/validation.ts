@@ -61,17 +61,34 @@ function checkRangeOrder(filter: { startTime?: Date; endTime?: Date }, ctx: z.Re
   }
 }
 
-/** SPEC.md "Usage filter: base filter": every query but top_intents. */
+/**
+ * SPEC.md "Usage filter: base filter": every query but top_intents. SPEC.md does not close the
+ * filter ("no other members allowed" is said of other bodies only), and the original's clients send
+ * members Parley does not know (v1's `platform`): they are accepted and ignored.
+ */
 const baseFilterSchema = z.preprocess(
   dropNulls,
-  z.strictObject({ ...rangeShape, limit: limitSchema, cursor: cursorSchema.optional() }).superRefine(checkRangeOrder),
+  z.object({ ...rangeShape, limit: limitSchema, cursor: cursorSchema.optional() }).superRefine(checkRangeOrder),
 );
 
 /** SPEC.md "Usage filter: top_intents": no cursor. */
 const topIntentsFilterSchema = z.preprocess(
   dropNulls,
-  z.strictObject({ ...rangeShape, limit: limitSchema }).superRefine(checkRangeOrder),
+  z
+    .object({
+      ...rangeShape,
+      limit: limitSchema,
+      // Parley knows `cursor` and would not page here: refused rather than silently ignored.
+      cursor: z.undefined({ error: 'is not an allowed member: top_intents is not paged' }).optional(),
+    })
+    .superRefine(checkRangeOrder),
 );
+
+/** The members of each filter that Parley reads; REST hands only these on to GraphQL. */
+const filterMembers = {
+  base: ['projectID', 'startTime', 'endTime', 'projectEnvironmentIDOrAlias', 'limit', 'cursor'],
+  top_intents: ['projectID', 'startTime', 'endTime', 'projectEnvironmentIDOrAlias', 'limit'],
+} as const;
 
 export interface ParsedUsageFilter {
   projectID: string;
@@ -102,7 +119,7 @@ function normalizeFilter(filter: {
 }
 
 const queryOption = <N extends UsageQueryName>(name: N) =>
-  z.strictObject({
+  z.object({
     name: z.literal(name),
     filter: (name === 'top_intents' ? topIntentsFilterSchema : baseFilterSchema).transform(normalizeFilter),
   });
@@ -132,22 +149,32 @@ export const usageQuerySchema = z.discriminatedUnion(
 );
 
 /**
- * The body of `POST /v2/query/usage`: `{data: {name, filter}}` and nothing else. Problems inside
- * `data` are reported relative to it (`filter.limit`, as in DECISIONS.md §3); the body keeps its
- * members as sent, because the route hands them on to GraphQL, which parses them again.
+ * The body of `POST /v2/query/usage`: `{data: {name, filter}}`; other members (of the body, of
+ * `data`, of `filter`) are accepted and ignored. Problems inside `data` are reported relative to it
+ * (`filter.limit`, as in DECISIONS.md §3). The output keeps the known members' values as sent,
+ * because the route hands them on to GraphQL, which parses them again, and drops the unknown ones,
+ * which GraphQL's input type would refuse.
  */
-export const usageQueryBodySchema = z.strictObject({ data: z.unknown() }).superRefine((body, ctx) => {
-  if (typeof body.data !== 'object' || body.data === null || Array.isArray(body.data)) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['data'],
-      message: body.data === undefined ? 'is required' : 'must be an object with name and filter',
-    });
-    return;
-  }
-  const parsed = usageQuerySchema.safeParse(body.data);
-  if (!parsed.success) for (const issue of parsed.error.issues) ctx.addIssue({ ...issue } as z.core.$ZodRawIssue);
-});
+export const usageQueryBodySchema = z
+  .object({ data: z.unknown() })
+  .superRefine((body, ctx) => {
+    if (typeof body.data !== 'object' || body.data === null || Array.isArray(body.data)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['data'],
+        message: body.data === undefined ? 'is required' : 'must be an object with name and filter',
+      });
+      return;
+    }
+    const parsed = usageQuerySchema.safeParse(body.data);
+    if (!parsed.success) for (const issue of parsed.error.issues) ctx.addIssue({ ...issue } as z.core.$ZodRawIssue);
+  })
+  .transform((body) => {
+    const data = body.data as { name: UsageQueryName; filter: Record<string, unknown> };
+    const known = data.name === 'top_intents' ? filterMembers.top_intents : filterMembers.base;
+    const filter = Object.fromEntries(known.filter((k) => k in data.filter).map((k) => [k, data.filter[k]]));
+    return { data: { name: data.name, filter } };
+  });
 
 /** A range of a project's usage, for totals (GraphQL `usageTotals`). */
 export const usageRangeSchema = z.preprocess(dropNulls, z.strictObject(rangeShape).superRefine(checkRangeOrder));

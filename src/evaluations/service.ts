@@ -445,15 +445,35 @@ async function lockProjectEvaluationQueue(tx: PrismaTx, provider: Provider, proj
   }
 }
 
+/** The original's `warning` of a queue request that exceeded the project's quota (analytics-api.json). */
+export interface QueueQuotaWarning {
+  type: 'quota_exceeded';
+  message: string;
+  skippedTranscriptIDs: string[];
+}
+
+export interface QueueOutcome {
+  /** Transcripts queued (each with every requested evaluation). */
+  transcriptCount: number;
+  /** Evaluation runs queued, across all transcripts. */
+  evaluationCount: number;
+  /** Set when part of the request did not fit in the project's queue. */
+  warning: QueueQuotaWarning | null;
+  /** Other things worth knowing (disabled evaluations, transcripts still open). */
+  notes: string[];
+}
+
 /**
  * Queues runs of evaluations on transcripts (each pair a durable job, all in one transaction).
- * 429 with Retry-After when the project's queued and running evaluation jobs would exceed `limit`
- * (counted inside the enqueue transaction, under a per-project lock: the limit holds exactly).
+ * The project's queued and running evaluation jobs may not exceed `limit` (counted inside the
+ * enqueue transaction, under a per-project lock: the limit holds exactly). What fits is queued,
+ * whole transcripts in the order sent (each with every requested evaluation); the rest is named in
+ * a `quota_exceeded` warning. 429 with Retry-After only when not one transcript fits.
  */
 export async function queueEvaluations(
   deps: Pick<EvaluationDeps, 'db' | 'pubsub'>,
   input: { projectId: string; evaluationIds: readonly string[]; transcriptIds: readonly string[]; limit: number },
-): Promise<{ transcriptCount: number; evaluationCount: number; warning: string | null }> {
+): Promise<QueueOutcome> {
   const evaluationIds = [...new Set(input.evaluationIds)];
   const transcriptIds = [...new Set(input.transcriptIds)];
   const { db } = deps;
@@ -472,38 +492,63 @@ export async function queueEvaluations(
   const missingTranscript = transcriptIds.find((id) => !transcripts.some((t) => t.id === id));
   if (missingTranscript) throw notFound('Transcript', missingTranscript);
 
-  const jobs = evaluationIds.length * transcriptIds.length;
-  await db.prisma.$transaction(async (tx) => {
+  const { queued, skipped, pending } = await db.prisma.$transaction(async (tx) => {
     // The count and the enqueue happen under one per-project lock, so two requests at once cannot
     // both see room for their jobs and together exceed the limit.
     await lockProjectEvaluationQueue(tx, db.provider, input.projectId);
     const pending = await tx.job.count({
       where: { projectId: input.projectId, queue: EVALUATION_QUEUE, status: { in: ['queued', 'running'] } },
     });
-    if (pending + jobs > input.limit) {
+    const room = Math.max(0, input.limit - pending);
+    const fitting = Math.min(transcriptIds.length, Math.floor(room / evaluationIds.length));
+    if (fitting === 0) {
       throw new AppError(
         'RATE_LIMITED',
         `The project's evaluation queue is full (${pending} pending, limit ${input.limit}); try again later`,
         { headers: { 'Retry-After': String(QUEUE_FULL_RETRY_AFTER_SECONDS) } },
       );
     }
-    for (const evaluationId of evaluationIds) {
-      for (const transcriptId of transcriptIds) {
+    const queued = transcriptIds.slice(0, fitting);
+    for (const transcriptId of queued) {
+      for (const evaluationId of evaluationIds) {
         await startEvaluationRun(tx, { projectId: input.projectId, evaluationId, transcriptId });
       }
     }
+    return { queued, skipped: transcriptIds.slice(fitting), pending };
   });
   notifyEnqueued(deps.pubsub, EVALUATION_QUEUE);
-  const warnings: string[] = [];
+  const notes: string[] = [];
   const disabled = evaluations.filter((e) => !e.enabled);
-  if (disabled.length) warnings.push(`${disabled.length} of the evaluations are disabled; they were queued anyway`);
-  const open = transcripts.filter((t) => !t.endedAt);
-  if (open.length) warnings.push(`${open.length} of the transcripts have not ended; they are judged as they are now`);
+  if (disabled.length) notes.push(`${disabled.length} of the evaluations are disabled; they were queued anyway`);
+  const open = transcripts.filter((t) => queued.includes(t.id) && !t.endedAt);
+  if (open.length) notes.push(`${open.length} of the transcripts have not ended; they are judged as they are now`);
   return {
-    transcriptCount: transcriptIds.length,
-    evaluationCount: evaluationIds.length,
-    warning: warnings.length ? warnings.join('. ') : null,
+    transcriptCount: queued.length,
+    evaluationCount: queued.length * evaluationIds.length,
+    warning: skipped.length
+      ? {
+          type: 'quota_exceeded',
+          message: `The project's evaluation queue had room for ${queued.length} of the ${transcriptIds.length} transcripts (${pending} runs pending, limit ${input.limit}); the others were not queued`,
+          skippedTranscriptIDs: skipped,
+        }
+      : null,
+    notes,
   };
+}
+
+/** The project of the evaluations named by an estimate: they must all exist and share one project. */
+export async function projectOfEvaluations(db: Db, evaluationIds: readonly string[]): Promise<string> {
+  const ids = [...new Set(evaluationIds)];
+  const rows = await db.prisma.evaluation.findMany({
+    where: { id: { in: ids } },
+    select: { id: true, projectId: true },
+  });
+  const missing = ids.find((id) => !rows.some((r) => r.id === id));
+  if (missing) throw notFound('Evaluation', missing);
+  const projectId = rows.find((r) => r.id === ids[0])!.projectId;
+  const stranger = rows.find((r) => r.projectId !== projectId);
+  if (stranger) throw notFound('Evaluation', stranger.id);
+  return projectId;
 }
 
 /** What running evaluations on the transcripts that match `criteria` would cost, from each one's average. */

@@ -1,10 +1,10 @@
-import { useGraphQLSSE } from '@graphql-yoga/plugin-graphql-sse';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { renderLocalGraphiQL } from '../ops/graphiql';
 import type { RateLimitGroup } from '../ops/route-groups';
 import { setUnusedQueryPolicy } from './builder';
 import { type Context, createContext, type GraphQLServices } from './context';
 import { useErrorShaping, useHttpStatusInErrorExtensions } from './errors';
+import { useGraphQLSSESingleConnection } from './graphql-sse';
 import { operationalPlugins, type PluginOps } from './plugins';
 import { schema } from './schema';
 
@@ -52,7 +52,7 @@ export function createParleyYoga(services: YogaServices, opts: ParleyYogaOptions
     plugins: [
       useErrorShaping(),
       useHttpStatusInErrorExtensions(),
-      useGraphQLSSE({ endpoint: graphqlSseEndpoint }),
+      useGraphQLSSESingleConnection({ endpoint: graphqlSseEndpoint }),
       ...operationalPlugins({
         config: services.config,
         logger: services.logger,

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import express, { type Request, type Response, type Router } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { type DocumentNode, type ExecutionResult, type GraphQLError, Kind, parse, validate } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
 import type { z } from 'zod';
@@ -9,6 +9,7 @@ import { AppError, type ErrorDetail, issuesToDetails, summarizeDetails } from '.
 import type { Logger } from '../lib/logger';
 import { sendError } from './errors';
 import { readMultipart } from './multipart';
+import { foldBracketLists } from './params';
 import { openSseStream, type SseFraming, type SseMessage } from './sse';
 
 /** A REST request after its path, query and body passed their schemas. */
@@ -83,6 +84,8 @@ export interface RestRouterOptions {
   sseKeepAliveMs?: number;
   /** Largest file of a multipart route (default 10 MB). */
   maxUploadBytes?: number;
+  /** Largest JSON body (default 1 MB). */
+  bodyLimitBytes?: number;
 }
 
 interface PreparedRoute {
@@ -152,16 +155,13 @@ function sendGraphQLError(res: Response, error: GraphQLError, requestId: string)
 async function runStream(
   opts: RestRouterOptions,
   prepared: PreparedRoute & { route: StreamRoute },
-  req: Request,
+  pipeline: Pipeline,
   res: Response,
   variables: Record<string, unknown>,
   requestId: string,
 ): Promise<void> {
-  const { contextFactory, subscribe, schema } = opts.yoga.getEnveloped({
-    request: { headers: headersOf(req) },
-    restRoute: `${prepared.route.method} ${prepared.route.path}`,
-  } as never);
-  const contextValue = (await contextFactory()) as unknown as Context;
+  const { enveloped, contextValue } = pipeline;
+  const { subscribe, schema } = enveloped;
   const result = await subscribe({
     schema,
     document: prepared.document,
@@ -208,19 +208,30 @@ async function runStream(
   }
 }
 
+/** One request's Yoga envelope and its context (built first: it authenticates the caller). */
+interface Pipeline {
+  enveloped: ReturnType<ParleyYoga['getEnveloped']>;
+  contextValue: Context;
+}
+
+async function openPipeline(yoga: ParleyYoga, route: RestRoute, req: Request): Promise<Pipeline> {
+  // restRoute marks the operation as a REST route's (RestOperationMarker: rate-limited at the HTTP edge, named in spans).
+  const enveloped = yoga.getEnveloped({
+    request: { headers: headersOf(req) },
+    restRoute: `${route.method} ${route.path}`,
+  } as never);
+  const contextValue = (await enveloped.contextFactory()) as unknown as Context;
+  return { enveloped, contextValue };
+}
+
 /** Runs a prepared operation through the Yoga pipeline: auth, validation, masking, plugins. */
 async function run(
-  yoga: ParleyYoga,
+  pipeline: Pipeline,
   prepared: PreparedRoute,
-  req: Request,
   variables: Record<string, unknown>,
 ): Promise<ExecutionResult> {
-  // restRoute marks the operation as a REST route's (RestOperationMarker: rate-limited at the HTTP edge, named in spans).
-  const { contextFactory, execute, schema } = yoga.getEnveloped({
-    request: { headers: headersOf(req) },
-    restRoute: `${prepared.route.method} ${prepared.route.path}`,
-  } as never);
-  const contextValue = (await contextFactory()) as unknown as Context;
+  const { contextValue, enveloped } = pipeline;
+  const { execute, schema } = enveloped;
   return (await execute({
     schema,
     document: prepared.document,
@@ -242,17 +253,38 @@ function hasBody(req: Request): boolean {
 /** An Express router serving `routes` through `yoga`. */
 export function createRestRouter(opts: RestRouterOptions): Router {
   const router = express.Router();
+  const jsonParser = express.json({
+    limit: opts.bodyLimitBytes ?? 1024 * 1024,
+    type: ['application/json', 'application/*+json'],
+  });
+  // The body is read once the caller is known to hold a key, so an anonymous request learns
+  // nothing about it, not even whether it parses (DECISIONS.md §3: authentication before validation).
+  const readJson = (req: Request, res: Response) =>
+    new Promise<unknown>((resolve) => {
+      jsonParser(req, res, (err?: unknown) => resolve(err));
+    });
   for (const route of opts.routes) {
     const prepared = prepare(route, opts.yoga);
-    const handler = async (req: Request, res: Response) => {
+    const handler = async (req: Request, res: Response, next: NextFunction) => {
       const requestId = String(req.headers['x-request-id']);
       try {
+        const pipeline = await openPipeline(opts.yoga, route, req);
+        const { principal } = pipeline.contextValue;
+        if (principal.kind === 'anonymous') {
+          sendError(res, 401, 'UNAUTHENTICATED', principal.reason);
+          return;
+        }
+        const bodyError = await readJson(req, res);
+        if (bodyError) {
+          next(bodyError);
+          return;
+        }
         const params = parseWith(route.params, req.params);
         if (!params.ok) {
           sendError(res, 400, 'VALIDATION_FAILED', summarizeDetails(params.details), { details: params.details });
           return;
         }
-        const query = parseWith(route.query, { ...(req.query as Record<string, unknown>) });
+        const query = parseWith(route.query, foldBracketLists({ ...(req.query as Record<string, unknown>) }));
         if (!query.ok) {
           sendError(res, 400, 'VALIDATION_FAILED', summarizeDetails(query.details), { details: query.details });
           return;
@@ -300,11 +332,18 @@ export function createRestRouter(opts: RestRouterOptions): Router {
         const restRequest = { params: params.value, query: query.value, body, headers: req.headers };
         const variables = route.variables(restRequest);
         if (route.kind === 'stream') {
-          await runStream(opts, prepared as PreparedRoute & { route: StreamRoute }, req, res, variables, requestId);
+          await runStream(
+            opts,
+            prepared as PreparedRoute & { route: StreamRoute },
+            pipeline,
+            res,
+            variables,
+            requestId,
+          );
           return;
         }
         const operationName = route.operationName?.(restRequest) ?? prepared.operationName;
-        const result = await run(opts.yoga, { ...prepared, operationName }, req, variables);
+        const result = await run(pipeline, { ...prepared, operationName }, variables);
         const error = firstError(result);
         if (error) {
           sendGraphQLError(res, error, requestId);
@@ -327,7 +366,7 @@ export function createRestRouter(opts: RestRouterOptions): Router {
       }
     };
     const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
-    router[method](route.path, handler);
+    router[method](route.path, handler as RequestHandler);
   }
   return router;
 }

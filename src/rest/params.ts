@@ -47,16 +47,32 @@ export const queryEnum = <T extends readonly [string, ...string[]]>(values: T, d
     return v === undefined || v === '' ? defaultValue : v;
   }, z.enum(values));
 
-/** A repeated query parameter (`?a=x&a=y`) or a comma-separated one (`?a=x,y`). */
-export const queryStringList = () =>
-  z.preprocess(
-    (raw) => {
-      if (raw === undefined || raw === '') return [];
-      const list = Array.isArray(raw) ? raw : [raw];
-      return list.flatMap((v) => (typeof v === 'string' ? v.split(',') : [v])).filter((v) => v !== '');
-    },
-    z.array(z.string().min(1)).max(100),
-  );
+/**
+ * A repeated query parameter (`?a=x&a=y`), a comma-separated one (`?a=x,y`), or the bracket forms
+ * that qs and axios send (`?a[]=x`, `?a[0]=x`; the router folds those into `a`), checked by `schema`.
+ */
+export const queryStringList = (schema: z.ZodType<string[]>) =>
+  z.preprocess((raw) => {
+    if (raw === undefined || raw === '') return [];
+    const list = Array.isArray(raw) ? raw : [raw];
+    return list.flatMap((v) => (typeof v === 'string' ? v.split(',') : [v])).filter((v) => v !== '');
+  }, schema);
+
+/**
+ * Folds the bracket forms of a list in a query string into the plain name: `a[]=x&a[1]=y&a=z`
+ * becomes `a: [x, y, z]` (qs writes indices, axios empty brackets). Other names are kept as sent.
+ */
+export function foldBracketLists(query: Record<string, unknown>): Record<string, unknown> {
+  const folded: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(query)) {
+    const match = /^(.+)\[\d*\]$/.exec(name);
+    const key = match ? match[1]! : name;
+    const values = Array.isArray(value) ? value : [value];
+    if (!(key in folded)) folded[key] = match ? values : value;
+    else folded[key] = [...(Array.isArray(folded[key]) ? (folded[key] as unknown[]) : [folded[key]]), ...values];
+  }
+  return folded;
+}
 
 /** An optional one-of-these query parameter: absent or empty means "not given". */
 export const queryOptionalEnum = <T extends readonly [string, ...string[]]>(values: T) =>

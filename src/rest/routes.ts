@@ -18,6 +18,7 @@ import {
   updateMetadataBody,
   urlUploadBody,
 } from '../kb/validation';
+import { AppError } from '../lib/errors';
 import {
   actionSchema,
   environmentRefSchema,
@@ -32,6 +33,7 @@ import {
   appendLogsBody,
   createPropertyBody,
   createTranscriptBody,
+  customTraceTypesSchema,
   searchCriteriaSchema,
   setPropertyValueBody,
   setRedactionPatternsBody,
@@ -97,7 +99,8 @@ function environmentOf(req: RestRequest<unknown, { environment?: string }>): str
   return req.query.environment ?? (typeof header === 'string' && header ? header : 'development');
 }
 
-const interactBody = z.strictObject({
+/** SPEC.md does not close the runtime bodies: members Parley does not read are ignored. */
+const interactBody = z.object({
   action: actionSchema,
   variables: requestVariablesSchema.optional(),
   config: requestConfigSchema.optional(),
@@ -173,9 +176,9 @@ const runtimeRoutes: RestRoute[] = [
     summary: 'Runs a turn and streams its traces, with completion events (beta).',
     operation: interactSubscription('BETA'),
     params: z.object({ projectID: pathId('project'), environment: environmentRefSchema }),
-    body: z.strictObject({
+    body: z.object({
       action: actionSchema,
-      session: z.strictObject({ userID: userIdSchema, sessionID: sessionIdSchema }),
+      session: z.object({ userID: userIdSchema, sessionID: sessionIdSchema }),
       variables: requestVariablesSchema.optional(),
       config: requestConfigSchema.optional(),
     }),
@@ -482,8 +485,15 @@ function evaluationRecord(e: Record<string, unknown> & { type: string }) {
   return Object.fromEntries(Object.entries(e).filter(([k]) => !allTypeFields.includes(k) || own.has(k)));
 }
 
-function searchItem(t: { evaluations: EvaluationItem[] } & Record<string, unknown>) {
-  return { ...t, evaluations: t.evaluations.map(evaluationItem) };
+/**
+ * A transcript as the original's clients parse it: `evaluations[]` holds the results that have a
+ * value (status done), whose value, reason and cost the documents require; pending, skipped and
+ * failed ones join them, with their nulls and status, only when the request asks for all
+ * (`allEvaluations=true`; docs/evaluations.md).
+ */
+function searchItem(t: { evaluations: EvaluationItem[] } & Record<string, unknown>, allEvaluations = false) {
+  const evaluations = allEvaluations ? t.evaluations : t.evaluations.filter((e) => e.status === 'done');
+  return { ...t, evaluations: evaluations.map(evaluationItem) };
 }
 
 const maybeEncode = <T>(value: T, encode: boolean): T => (encode ? encodeStrings(value) : value);
@@ -493,7 +503,7 @@ const transcriptRoutes: RestRoute[] = [
     method: 'POST',
     path: '/v1/transcript/project/:projectID',
     summary:
-      'Search the transcripts of a project. Query: take (1-100, default 25), skip (>= 0), order (ASC|DESC, default DESC), encode. Body: optional search criteria.',
+      'Search the transcripts of a project. Query: take (1-100, default 25), skip (>= 0), order (ASC|DESC, default DESC), encode, allEvaluations (include results without a value). Body: optional search criteria.',
     operation: `query SearchTranscripts($projectID: ID!, $criteria: TranscriptSearchCriteria, $first: Int, $skip: Int, $order: SortOrder) {
       transcripts(projectID: $projectID, criteria: $criteria, first: $first, skip: $skip, order: $order) {
         edges { node { ${searchItemFields} } }
@@ -505,6 +515,7 @@ const transcriptRoutes: RestRoute[] = [
       skip: queryInt({ min: 0, default: 0 }),
       order: queryEnum(['ASC', 'DESC'], 'DESC'),
       encode: queryBool(false),
+      allEvaluations: queryBool(false),
     }),
     body: searchCriteriaSchema,
     bodyOptional: true,
@@ -517,7 +528,9 @@ const transcriptRoutes: RestRoute[] = [
     }),
     result: (data, req) => ({
       transcripts: maybeEncode(
-        data.transcripts.edges.map((e: { node: Parameters<typeof searchItem>[0] }) => searchItem(e.node)),
+        data.transcripts.edges.map((e: { node: Parameters<typeof searchItem>[0] }) =>
+          searchItem(e.node, req.query.allEvaluations),
+        ),
         req.query.encode,
       ),
     }),
@@ -527,7 +540,7 @@ const transcriptRoutes: RestRoute[] = [
     method: 'GET',
     path: '/v1/transcript/:transcriptID',
     summary:
-      'A transcript with its history, logs, properties and evaluation results. Query: unredacted, filterConversation, customTraceTypes, encode.',
+      'A transcript with its history, logs, properties and evaluation results (those with a value; allEvaluations=true for all). Query: unredacted, filterConversation, customTraceTypes, encode, allEvaluations.',
     operation: `query GetTranscript($id: ID!, $unredacted: Boolean, $filterConversation: Boolean, $customTraceTypes: [String!]) {
       transcript(id: $id) {
         ${searchItemFields}
@@ -541,8 +554,9 @@ const transcriptRoutes: RestRoute[] = [
     query: z.object({
       unredacted: queryBool(false),
       filterConversation: queryBool(false),
-      customTraceTypes: queryStringList(),
+      customTraceTypes: queryStringList(customTraceTypesSchema),
       encode: queryBool(false),
+      allEvaluations: queryBool(false),
     }),
     variables: ({ params, query }) => ({
       id: params.transcriptID,
@@ -550,7 +564,9 @@ const transcriptRoutes: RestRoute[] = [
       filterConversation: query.filterConversation,
       customTraceTypes: query.customTraceTypes,
     }),
-    result: (data, req) => ({ transcript: maybeEncode(searchItem(data.transcript), req.query.encode) }),
+    result: (data, req) => ({
+      transcript: maybeEncode(searchItem(data.transcript, req.query.allEvaluations), req.query.encode),
+    }),
     status: 200,
   },
   {
@@ -752,15 +768,17 @@ const transcriptRoutes: RestRoute[] = [
     method: 'POST',
     path: '/v1/transcript-evaluation/queue',
     summary:
-      "Queue evaluation runs: {projectID, evaluationIDs (1-10), transcriptIDs (1-100)}; 429 with Retry-After when the project's queue is full.",
+      "Queue evaluation runs: {projectID, evaluationIDs (1-10), transcriptIDs (1-100)}; what fits in the project's queue is queued, the rest named in warning {type: quota_exceeded, message, skippedTranscriptIDs}; 429 with Retry-After when nothing fits.",
     operation: `mutation QueueTranscriptEvaluations($input: QueueTranscriptEvaluationsInput!) {
-      queueTranscriptEvaluations(input: $input) { transcriptCount evaluationCount warning }
+      queueTranscriptEvaluations(input: $input) {
+        transcriptCount evaluationCount warning { type message skippedTranscriptIDs } notes
+      }
     }`,
     body: queueEvaluationsBody,
     variables: ({ body }) => ({ input: body }),
     result: (data) => {
-      const { warning, ...counts } = data.queueTranscriptEvaluations;
-      return warning ? { ...counts, warning } : counts;
+      const { warning, notes, ...counts } = data.queueTranscriptEvaluations;
+      return { ...counts, ...(warning ? { warning } : {}), ...(notes.length ? { notes } : {}) };
     },
     status: 201,
   },
@@ -768,14 +786,14 @@ const transcriptRoutes: RestRoute[] = [
     method: 'POST',
     path: '/v1/transcript-evaluation/estimate',
     summary:
-      "Estimated cost of evaluations on the transcripts matching search criteria, from each evaluation's average cost.",
+      "Estimated cost of evaluations on the transcripts matching search criteria, from each evaluation's average cost: {evaluationIDs, ...criteria}; the project is the evaluations'.",
     operation: `query EstimateTranscriptEvaluations($input: EstimateTranscriptEvaluationsInput!) {
       transcriptEvaluationEstimate(input: $input) { totalCost transcriptCount evaluations { id cost } }
     }`,
     body: estimateEvaluationsBody,
     variables: ({ body }) => {
       const { projectID, evaluationIDs, ...criteria } = body;
-      return { input: { projectID, evaluationIDs, criteria: asVariables(criteria) } };
+      return { input: { projectID: projectID ?? null, evaluationIDs, criteria: asVariables(criteria) } };
     },
     result: (data) => {
       const e = data.transcriptEvaluationEstimate;
@@ -799,7 +817,18 @@ const transcriptRoutes: RestRoute[] = [
       evaluationID: params.evaluationID,
       transcriptID: params.transcriptID,
     }),
-    result: (data) => ({ result: data.runTranscriptEvaluation }),
+    result: (data) => {
+      const { status, error, ...result } = data.runTranscriptEvaluation;
+      // The documents require value, reason and cost: a run without a verdict is an error, not a null
+      // result. The stored result stays visible with its status (allEvaluations=true, GraphQL).
+      if (status !== 'done') {
+        throw new AppError(
+          'SERVICE_UNAVAILABLE',
+          `The evaluation gave no result (${status}): ${result.reason ?? error ?? 'no reason recorded'}`,
+        );
+      }
+      return { result };
+    },
     status: 201,
   },
 

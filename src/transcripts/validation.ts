@@ -67,7 +67,7 @@ const scalar = z.union([z.string().max(10_000), z.number(), z.boolean()], {
 export type FilterScalar = z.infer<typeof scalar>;
 
 export const transcriptFilterSchema = z
-  .strictObject({
+  .object({
     id: idSchema,
     op: z.enum(filterOps),
     value: z.unknown().optional(),
@@ -105,8 +105,11 @@ export type TranscriptFilter = { id: string; op: FilterOp; value?: unknown };
 
 const searchText = z.string().min(1, 'must not be empty').max(256, 'must be at most 256 characters');
 
-/** The search criteria of DECISIONS.md §5; every member is optional, null counts as absent. */
-export const searchCriteriaSchema = z.strictObject({
+/**
+ * The search criteria of DECISIONS.md §5; every member is optional, null counts as absent. SPEC.md
+ * does not close this body, so members Parley does not know are accepted and ignored.
+ */
+export const searchCriteriaSchema = z.object({
   sessionID: searchText.nullish(),
   userID: searchText.nullish(),
   environmentID: searchText.nullish(),
@@ -118,6 +121,14 @@ export const searchCriteriaSchema = z.strictObject({
   filters: z.array(transcriptFilterSchema).max(50, 'must have at most 50 filters').nullish(),
 });
 export type SearchCriteria = z.output<typeof searchCriteriaSchema>;
+
+/**
+ * `customTraceTypes` of a transcript read: at most 50 trace type names of 1 to 100 characters, in
+ * REST (`?customTraceTypes=a&customTraceTypes[]=b`) and GraphQL alike.
+ */
+export const customTraceTypesSchema = z
+  .array(z.string().min(1, 'must not be empty').max(100, 'must be at most 100 characters'))
+  .max(50, 'must have at most 50 items');
 
 export const sortOrders = ['ASC', 'DESC'] as const;
 export type SortOrder = (typeof sortOrders)[number];

@@ -58,6 +58,46 @@ describeEachDatabase('authentication over HTTP', (provider) => {
     expect(gql.body.errors[0].extensions).toMatchObject({ code: 'UNAUTHENTICATED', http: { status: 401 } });
   });
 
+  it('authenticates before it validates: no key and a bad body learn nothing about the body rules', async () => {
+    const p = await t.app.createProject();
+    const attempts: [string, string, unknown][] = [
+      // Unknown members, wrong types, missing members.
+      ['POST', '/v1/transcript-property', { name: 7, extra: true }],
+      ['POST', '/v2/query/usage', { data: { name: 'nope', filter: 3 } }],
+      // Not JSON at all; a query string and a path that break their rules.
+      ['POST', '/v1/transcript-property', '{"projectID": '],
+      ['POST', `/v1/transcript/project/${p.projectID}?take=5000`, { sessionID: 1, nonsense: true }],
+      ['GET', '/v1/transcript/not-an-id?unredacted=perhaps', undefined],
+    ];
+    for (const key of [undefined, 'not-a-key', `ak.${'0'.repeat(24)}.${'x'.repeat(43)}`]) {
+      for (const [method, path, body] of attempts) {
+        const res = await t.app.http(method, path, { key, body });
+        const what = `${method} ${path} with key ${String(key)}`;
+        expect(res.status, what).toBe(401);
+        expect(res.body, what).toEqual({
+          ...errorShape,
+          statusCode: 401,
+          statusText: 'Unauthorized',
+          errorCode: 'UNAUTHENTICATED',
+        });
+        expect(res.body.details, what).toBeUndefined();
+        expect(res.body.message, what).not.toMatch(/projectID|name|filter|JSON|take|unredacted/);
+      }
+    }
+    // Nothing was stored by the refused requests.
+    expect(await t.app.services.db.prisma.transcriptProperty.count({ where: { projectId: p.projectID } })).toBe(0);
+    // With a valid key the same body gets its validation details.
+    const keyed = await t.app.http('POST', '/v1/transcript-property', {
+      key: p.apiKey,
+      body: { name: 7, extra: true },
+    });
+    expect(keyed.status).toBe(400);
+    expect(keyed.body.details.length).toBeGreaterThan(0);
+    const malformed = await t.app.http('POST', '/v1/transcript-property', { key: p.apiKey, body: '{"projectID": ' });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.errorCode).toBe('MALFORMED_JSON');
+  });
+
   it('stops a revoked key at once', async () => {
     const p = await t.app.createProject();
     expect((await t.app.http('GET', '/v1/whoami', { key: p.apiKey })).status).toBe(200);

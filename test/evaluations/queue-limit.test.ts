@@ -36,14 +36,22 @@ describeEachDatabase('the evaluation queue limit under concurrent requests', (pr
 
   it('lets through only the requests that fit, however many arrive at once', async () => {
     const { p, evaluation, transcripts } = await setup();
-    // 4 jobs each against a limit of 10: two fit, whatever the order.
+    // 4 jobs each against a limit of 10: two fit whole, a third in part (2 transcripts), whatever the order.
     const answers = await Promise.all(Array.from({ length: 6 }, () => queue(p, evaluation, transcripts)));
     const statuses = answers.map((a) => a.status).sort();
-    expect(statuses).toEqual([201, 201, 429, 429, 429, 429]);
-    expect(await pendingJobs(p.projectID)).toBe(8);
+    expect(statuses).toEqual([201, 201, 201, 429, 429, 429]);
+    expect(await pendingJobs(p.projectID)).toBe(10);
+    const counts = answers.filter((a) => a.status === 201).map((a) => a.body.transcriptCount);
+    expect(counts.sort()).toEqual([2, 4, 4]);
+    const partial = answers.find((a) => a.status === 201 && a.body.transcriptCount === 2)!;
+    expect(partial.body.warning).toEqual({
+      type: 'quota_exceeded',
+      message: expect.any(String),
+      skippedTranscriptIDs: transcripts.slice(2),
+    });
     const refused = answers.find((a) => a.status === 429)!;
     expect(refused.headers.get('retry-after')).toBe('30');
-    expect(refused.body.message).toMatch(/\(8 pending, limit 10\)/);
+    expect(refused.body.message).toMatch(/\(10 pending, limit 10\)/);
   });
 
   it('counts the jobs of a request still committing (forced interleaving)', async ({ skip }) => {
@@ -81,8 +89,9 @@ describeEachDatabase('the evaluation queue limit under concurrent requests', (pr
         await blocker.query('COMMIT');
       }
       const statuses = (await Promise.all(requests)).map((r) => r.status).sort();
-      expect(statuses).toEqual([201, 429]);
-      expect(await pendingJobs(p.projectID)).toBe(8);
+      // The second sees the first's 4 jobs: room for 2 of its 4 transcripts, never more.
+      expect(statuses).toEqual([201, 201]);
+      expect(await pendingJobs(p.projectID)).toBe(10);
     } finally {
       await blocker.end();
       await watcher.end();

@@ -115,7 +115,8 @@ describe(`security headers and timeouts [${provider}]`, () => {
       answer += String(chunk);
     });
     socket.write(
-      'POST /v1/usage/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"ev',
+      // With a key: the body is read only once the caller is authenticated.
+      `POST /v1/usage/events HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.app.operatorToken}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"ev`,
     );
     const closed = new Promise((resolve) => socket.once('close', resolve));
     await closed;

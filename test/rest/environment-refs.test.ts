@@ -86,10 +86,23 @@ describeEachDatabase('environment references', (provider) => {
         },
       },
     });
-    expect(res.status).toBe(404);
+    // An environment ID that is not the project's is a 401 (issue 14 item 4), named in the details.
+    expect(res.status).toBe(401);
     expect(res.body.details).toEqual([
+      {
+        path: 'filter.projectEnvironmentIDOrAlias',
+        message: `this API key does not have access to environment "${otherEnvId}"`,
+      },
+    ]);
+    const typo = await t.app.http('POST', '/v2/query/usage', {
+      key: p.apiKey,
+      body: {
+        data: { name: 'interactions', filter: { projectID: p.projectID, projectEnvironmentIDOrAlias: ['staging'] } },
+      },
+    });
+    expect(typo.status).toBe(404);
+    expect(typo.body.details).toEqual([
       { path: 'filter.projectEnvironmentIDOrAlias', message: 'Environment "staging" not found' },
-      { path: 'filter.projectEnvironmentIDOrAlias', message: `Environment "${otherEnvId}" not found` },
     ]);
   });
 

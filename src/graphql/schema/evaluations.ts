@@ -2,6 +2,9 @@ import {
   createEvaluation,
   deleteEvaluation,
   estimateEvaluations,
+  projectOfEvaluations,
+  type QueueOutcome,
+  type QueueQuotaWarning,
   queueEvaluations,
   runEvaluationNow,
   updateEvaluation,
@@ -174,23 +177,31 @@ const QueueEvaluationsInput = builder.inputType('QueueTranscriptEvaluationsInput
 
 const EstimateEvaluationsInput = builder.inputType('EstimateTranscriptEvaluationsInput', {
   fields: (t) => ({
-    projectID: t.id({ required: true }),
+    projectID: t.id({ description: "Optional: the evaluations' project (all must belong to one)." }),
     evaluationIDs: t.idList({ required: true }),
     criteria: t.field({ type: TranscriptSearchCriteriaInput, description: 'Which transcripts, as in a search.' }),
   }),
 });
 
-const QueueEvaluationsPayload = builder
-  .objectRef<{ transcriptCount: number; evaluationCount: number; warning: string | null }>(
-    'QueueTranscriptEvaluationsPayload',
-  )
-  .implement({
-    fields: (t) => ({
-      transcriptCount: t.exposeInt('transcriptCount'),
-      evaluationCount: t.exposeInt('evaluationCount'),
-      warning: t.exposeString('warning', { nullable: true }),
+const QueueQuotaWarningType = builder.objectRef<QueueQuotaWarning>('QueueTranscriptEvaluationsWarning').implement({
+  description: "Part of the request did not fit in the project's evaluation queue (the original's quota_exceeded).",
+  fields: (t) => ({
+    type: t.exposeString('type', { description: 'quota_exceeded.' }),
+    message: t.exposeString('message'),
+    skippedTranscriptIDs: t.exposeIDList('skippedTranscriptIDs', { description: 'Transcripts not queued.' }),
+  }),
+});
+
+const QueueEvaluationsPayload = builder.objectRef<QueueOutcome>('QueueTranscriptEvaluationsPayload').implement({
+  fields: (t) => ({
+    transcriptCount: t.exposeInt('transcriptCount', { description: 'Transcripts queued.' }),
+    evaluationCount: t.exposeInt('evaluationCount', { description: 'Evaluation runs queued, across all transcripts.' }),
+    warning: t.field({ type: QueueQuotaWarningType, nullable: true, resolve: (p) => p.warning }),
+    notes: t.exposeStringList('notes', {
+      description: 'Other things worth knowing: disabled evaluations, transcripts not yet ended.',
     }),
-  });
+  }),
+});
 
 const EstimateShape = builder
   .objectRef<{ totalCost: number; transcriptCount: number; evaluations: { id: string; cost: number }[] }>(
@@ -243,7 +254,9 @@ builder.queryFields((t) => ({
       input: t.arg({ type: EstimateEvaluationsInput, required: true }).validate(estimateEvaluationsInput),
     },
     resolve: async (_root, { input }, ctx) => {
-      const project = await requireProject(ctx, input.projectID);
+      // The original's estimate names no project: it is the evaluations' (a key that does not reach it sees 404).
+      const projectID = input.projectID ?? (await projectOfEvaluations(ctx.services.db, input.evaluationIDs));
+      const project = await requireProject(ctx, projectID);
       return estimateEvaluations(ctx.services.db, {
         projectId: project.id,
         criteria: input.criteria ?? {},

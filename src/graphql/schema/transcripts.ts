@@ -24,6 +24,7 @@ import {
   appendLogsBody,
   createPropertyBody,
   createTranscriptBody,
+  customTraceTypesSchema,
   filterOps,
   logTypes,
   propertyTypes,
@@ -235,7 +236,7 @@ export const TranscriptType = builder.prismaObject('Transcript', {
           defaultValue: false,
           description: 'Only actions and text, speak and live-agent-handoff traces (plus customTraceTypes).',
         }),
-        customTraceTypes: t.arg.stringList({ validate: z.array(z.string().min(1).max(100)).max(50) }),
+        customTraceTypes: t.arg.stringList({ validate: customTraceTypesSchema }),
       },
       resolve: (transcript, args, ctx) =>
         logLoader(ctx, {
