@@ -142,6 +142,12 @@ const gqlCases: Record<string, GqlCase> = {
     labels: ['userID'],
     vars: (v) => ({ p: v.projectID, e: v.environment }),
   },
+  'Query.userState': {
+    op: `query($p: ID, $e: String) { userState(projectID: $p, userID: "u", environment: $e) }`,
+    ids: { projectID: 'project', environment: 'environment' },
+    labels: ['userID'],
+    vars: (v) => ({ p: v.projectID, e: v.environment }),
+  },
   'Query.transcript': {
     op: `query($id: ID!) { transcript(id: $id) { id } }`,
     ids: { id: 'transcript' },
@@ -449,20 +455,20 @@ const gqlCases: Record<string, GqlCase> = {
     vars: (v) => ({ id: v.id }),
   },
   'Mutation.uploadKnowledgeBaseFile': {
-    op: `mutation($file: File!, $p: ID) { uploadKnowledgeBaseFile(file: $file, projectID: $p) { documentID } }`,
-    ids: { projectID: 'project' },
+    op: `mutation($file: File!, $p: ID, $e: String) { uploadKnowledgeBaseFile(file: $file, projectID: $p, environment: $e) { documentID } }`,
+    ids: { projectID: 'project', environment: 'environment' },
     file: true,
-    vars: (v) => ({ file: null, p: v.projectID }),
+    vars: (v) => ({ file: null, p: v.projectID, e: v.environment }),
   },
   'Mutation.uploadKnowledgeBaseTable': {
-    op: `mutation($p: ID) { uploadKnowledgeBaseTable(projectID: $p, input: { name: "t", schema: { searchableFields: ["q"] }, items: [{ q: "x" }] }) { documentID } }`,
-    ids: { projectID: 'project' },
-    vars: (v) => ({ p: v.projectID }),
+    op: `mutation($p: ID, $e: String) { uploadKnowledgeBaseTable(projectID: $p, environment: $e, input: { name: "t", schema: { searchableFields: ["q"] }, items: [{ q: "x" }] }) { documentID } }`,
+    ids: { projectID: 'project', environment: 'environment' },
+    vars: (v) => ({ p: v.projectID, e: v.environment }),
   },
   'Mutation.uploadKnowledgeBaseUrl': {
-    op: `mutation($p: ID) { uploadKnowledgeBaseUrl(projectID: $p, url: "https://example.com/page") { documentID } }`,
-    ids: { projectID: 'project' },
-    vars: (v) => ({ p: v.projectID }),
+    op: `mutation($p: ID, $e: String) { uploadKnowledgeBaseUrl(projectID: $p, environment: $e, url: "https://example.com/page") { documentID } }`,
+    ids: { projectID: 'project', environment: 'environment' },
+    vars: (v) => ({ p: v.projectID, e: v.environment }),
   },
 
   // ── Subscriptions (over server-sent events; refused before the first event) ──
@@ -552,6 +558,31 @@ const restCases: Record<string, RestCase> = {
       ...(v.$at === 'versionID' ? { headers: { versionID: v.versionID } } : { query: { environment: v.environment } }),
       body: { action: { type: 'launch' } },
     }),
+  },
+  // The Dialog Manager API: the key names the project, the versionID header the environment.
+  'POST /state/user/:userID/interact': {
+    ids: { environment: 'environment' },
+    req: (v) => ({
+      path: '/state/user/u/interact',
+      headers: { versionID: v.environment },
+      body: { action: { type: 'launch' } },
+    }),
+  },
+  'GET /state/user/:userID': {
+    ids: { environment: 'environment' },
+    req: (v) => ({ path: '/state/user/u', headers: { versionID: v.environment } }),
+  },
+  'PUT /state/user/:userID': {
+    ids: { environment: 'environment' },
+    req: (v) => ({ path: '/state/user/u', headers: { versionID: v.environment }, body: state }),
+  },
+  'DELETE /state/user/:userID': {
+    ids: { environment: 'environment' },
+    req: (v) => ({ path: '/state/user/u', headers: { versionID: v.environment } }),
+  },
+  'PATCH /state/user/:userID/variables': {
+    ids: { environment: 'environment' },
+    req: (v) => ({ path: '/state/user/u/variables', headers: { versionID: v.environment }, body: { x: 1 } }),
   },
   'GET /v2/project/:projectID/user/:userID/state': {
     ids: { projectID: 'project', environment: 'environment' },

@@ -332,7 +332,11 @@ describeEachDatabase('knowledge base with a model server', (provider) => {
       (d) => d.trace,
     );
     const texts = traces.filter((tr) => tr.type === 'text').map((tr) => tr.payload);
-    expect(texts[0]).toEqual({ message: 'It will be sunny.', ai: true });
+    expect(texts[0]).toEqual({
+      message: 'It will be sunny.',
+      ai: true,
+      slate: { id: expect.any(String), content: [{ children: [{ text: 'It will be sunny.' }] }] },
+    });
     expect(String(texts[1]?.message)).toContain('Tomorrow will be sunny and warm.');
     // The knowledge-base answer is one text trace, never completion traces (SPEC.md).
     expect(traces.some((tr) => tr.type.startsWith('completion'))).toBe(false);

@@ -145,7 +145,13 @@ describe(`shutdown under load [${provider}]`, () => {
       const db = await createDb(database.url);
       try {
         const jobs = await db.prisma.job.findMany({ where: { queue: 'evaluation' } });
-        expect(jobs.map((j) => [j.status, j.lockedBy, j.attempts])).toEqual([['queued', null, 0]]);
+        // Two evaluation jobs: the ended transcript's (mid-call at SIGTERM) and the one of the turn's
+        // own conversation, whose transcript its end step ended (docs/transcripts.md). Neither ran to
+        // its end, and neither attempt counts.
+        expect(jobs.map((j) => [j.status, j.lockedBy, j.attempts])).toEqual([
+          ['queued', null, 0],
+          ['queued', null, 0],
+        ]);
       } finally {
         await db.close();
       }

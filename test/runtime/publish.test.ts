@@ -285,7 +285,10 @@ describeEachDatabase('publishing agents', (provider) => {
       { action: { type: 'launch' } },
       { environment: 'production' },
     );
-    expect(res.body[0]!.payload).toEqual({ message: 'from the CLI' });
+    expect(res.body[0]!.payload).toEqual({
+      message: 'from the CLI',
+      slate: { id: expect.any(String), content: [{ children: [{ text: 'from the CLI' }] }] },
+    });
 
     const missing = await cli(['agent', 'publish', good]);
     expect(missing.code).toBe(2);

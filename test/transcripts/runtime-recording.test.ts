@@ -90,10 +90,15 @@ describeEachDatabase("the runtime's turns in transcripts", (provider) => {
     });
     const transcriptID = found.body.transcripts[0].id;
     interface Event {
-      data?: { transcriptEvents: { kind: string; logs: { type: string; data: { type: string } }[] } };
+      data?: {
+        transcriptEvents: { kind: string; logs: { type: string; data: { type: string } }[]; result: unknown };
+      };
+      errors?: unknown[];
     }
     const sub = recordSubscription<Event>(t.app, {
-      query: 'subscription($id: ID!) { transcriptEvents(transcriptID: $id) { kind logs { type data } } }',
+      // `result` is asked too: a `logs` event answers it null, without an error.
+      query:
+        'subscription($id: ID!) { transcriptEvents(transcriptID: $id) { kind logs { type data } result { id cost } } }',
       variables: { id: transcriptID },
       key: p.apiKey,
       singleConnection: true,
@@ -105,8 +110,10 @@ describeEachDatabase("the runtime's turns in transcripts", (provider) => {
       const before = sub.events.length;
       await say();
       const events = await sub.waitFor((e) => e.length > before);
+      expect(events.at(-1)!.errors).toBeUndefined();
       const last = events.at(-1)!.data!.transcriptEvents;
       expect(last.kind).toBe('logs');
+      expect(last.result).toBeNull();
       expect(last.logs[0]).toMatchObject({ type: 'action', data: { type: 'text' } });
       expect(last.logs.slice(1).every((l) => l.type === 'trace')).toBe(true);
     } finally {

@@ -113,15 +113,19 @@ builder.objectField(TranscriptEventType, 'result', (t) =>
     type: TranscriptEvaluationResultType,
     nullable: true,
     description: 'For kind result: the stored result.',
-    resolve: (query, event, _args, ctx) =>
-      event.evaluationId
+    resolve: (query, event, _args, ctx) => {
+      // Spread before the null path too: plugin-prisma counts a query never read as unused
+      // (onUnusedQuery 'error' outside production), which failed every `logs` event.
+      const selection = { ...query };
+      return event.evaluationId
         ? ctx.services.db.prisma.evaluationResult.findUnique({
-            ...query,
+            ...selection,
             where: {
               evaluationId_transcriptId: { evaluationId: event.evaluationId, transcriptId: event.transcriptId },
             },
           })
-        : null,
+        : null;
+    },
   }),
 );
 
