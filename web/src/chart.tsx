@@ -43,7 +43,8 @@ export function TimeChart(props: {
           { stroke: '#555' },
           {
             stroke: '#555',
-            size: 24 + 8 * Math.max(...props.series.flatMap((x) => x.values), 1).toLocaleString().length,
+            // Tick labels can be longer than the largest value ("67.5" for a max of 68): room for four characters at least.
+            size: 24 + 8 * Math.max(4, Math.max(...props.series.flatMap((x) => x.values), 1).toLocaleString().length),
           },
         ],
         series: [

@@ -217,6 +217,8 @@ function ResultsOverTime({ evaluation }: { evaluation: Evaluation }) {
           }
           times={times}
           series={[{ label: evaluation.name, values }]}
+          // A sum of daily percentages or averages means nothing.
+          showTotal={false}
         />
       ) : null}
       <ul class="plain" aria-label={`${evaluation.name} results by value`}>
