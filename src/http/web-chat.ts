@@ -12,7 +12,14 @@ import type { Runtime } from '../runtime/service';
 import type { OutputTrace } from '../runtime/trace-format';
 import type { RuntimeAction } from '../runtime/types';
 import { actionSchema, type RequestConfig, requestConfigSchema, userIdSchema } from '../runtime/validation';
-import { getWebChatSettings, originAllowed, publishingOf, type WebChatSettings } from '../webchat/settings';
+import { clientInfoSchema, feedbackSchema, recordClientInfo, recordFeedback } from '../webchat/conversation';
+import {
+  getWebChatSettings,
+  listEnabledWebChatSettings,
+  originAllowed,
+  publishingOf,
+  type WebChatSettings,
+} from '../webchat/settings';
 
 /**
  * The official web chat widget's public routes (docs/web-chat.md). They carry no API key, so they
@@ -52,9 +59,52 @@ function refuseOff(res: Response, projectId: string): void {
   sendError(res, 404, 'NOT_FOUND', `Web chat is not enabled for project "${projectId}".`);
 }
 
-function environmentOf(req: Request): string {
+function versionHeaderOf(req: Request): string | null {
   const header = req.get('versionid');
-  return header?.trim() ? header.trim() : 'development';
+  return header?.trim() ? header.trim() : null;
+}
+
+function environmentOf(req: Request): string {
+  return versionHeaderOf(req) ?? 'development';
+}
+
+function refuseOrigin(res: Response, origin: string | undefined): void {
+  sendError(res, 403, 'FORBIDDEN', `Origin ${origin ? `"${origin}"` : '(none)'} may not use this web chat.`);
+}
+
+function allowOrigin(res: Response, origin: string): void {
+  res.setHeader('Access-Control-Allow-Origin', origin);
+  res.setHeader(
+    'Access-Control-Expose-Headers',
+    'X-Request-Id, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset',
+  );
+  res.setHeader('Vary', 'Origin');
+}
+
+/**
+ * For requests that name no environment — a CORS preflight (browsers never send a custom header's
+ * value in one) and the widget's transcripts POST: the settings of every environment of the
+ * project with web chat on that allow the request's origin. Refused as `admit` refuses.
+ */
+async function admitAnyEnvironment(
+  services: WebChatServices,
+  req: Request,
+  res: Response,
+): Promise<WebChatSettings[] | null> {
+  const projectId = String(req.params.projectID);
+  const enabled = isId(projectId) ? await listEnabledWebChatSettings(services.db.prisma, projectId) : [];
+  if (!enabled.length) {
+    refuseOff(res, projectId);
+    return null;
+  }
+  const origin = req.get('origin');
+  const allowed = enabled.filter((settings) => originAllowed(settings, origin));
+  if (!allowed.length) {
+    refuseOrigin(res, origin);
+    return null;
+  }
+  allowOrigin(res, origin as string);
+  return allowed;
 }
 
 /** The settings when the request may use web chat; otherwise the refusal has been sent and null returned. */
@@ -80,14 +130,10 @@ async function admit(services: WebChatServices, req: Request, res: Response): Pr
   }
   const origin = req.get('origin');
   if (!originAllowed(settings, origin)) {
-    sendError(res, 403, 'FORBIDDEN', `Origin ${origin ? `"${origin}"` : '(none)'} may not use this web chat.`);
+    refuseOrigin(res, origin);
     return null;
   }
-  res.setHeader('Access-Control-Allow-Origin', origin as string);
-  res.setHeader(
-    'Access-Control-Expose-Headers',
-    'X-Request-Id, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset',
-  );
+  allowOrigin(res, origin as string);
   return settings;
 }
 
@@ -131,9 +177,9 @@ export function createWebChatRouter(services: WebChatServices, opts: WebChatOpti
       });
     };
 
-  // Preflight: answered only for an environment with web chat on and an allowed origin.
+  // Preflight: answered only when an environment of the project has web chat on for the origin.
   const preflight = wrap(async (req, res) => {
-    const settings = await admit(services, req, res);
+    const settings = await admitAnyEnvironment(services, req, res);
     if (!settings) return;
     const requested = (req.get('access-control-request-headers') ?? '')
       .split(',')
@@ -148,18 +194,18 @@ export function createWebChatRouter(services: WebChatServices, opts: WebChatOpti
     res.setHeader('Access-Control-Allow-Methods', allowedMethods);
     res.setHeader('Access-Control-Allow-Headers', allowedHeaders.join(', '));
     res.setHeader('Access-Control-Max-Age', '600');
-    res.setHeader('Vary', 'Origin');
     res.status(204).end();
   });
   router.options('/public/:projectID/publishing', preflight);
   router.options('/public/:projectID/state/user/:userID/interact', preflight);
+  router.options('/public/:projectID/transcripts', preflight);
+  router.options('/feedback/:projectID/user/:userID', preflight);
 
   router.get(
     '/public/:projectID/publishing',
     wrap(async (req, res) => {
       const settings = await admit(services, req, res);
       if (!settings) return;
-      res.setHeader('Vary', 'Origin');
       res.setHeader('Cache-Control', 'no-store');
       res.json(publishingOf(settings, `${req.protocol}://${req.get('host')}/webchat/assets`));
     }),
@@ -171,7 +217,6 @@ export function createWebChatRouter(services: WebChatServices, opts: WebChatOpti
     wrap(async (req, res) => {
       const settings = await admit(services, req, res);
       if (!settings) return;
-      res.setHeader('Vary', 'Origin');
       const userId = userIdSchema.safeParse(req.params.userID);
       if (!userId.success) {
         sendValidation(res, userId.error, 'userID');
@@ -200,6 +245,63 @@ export function createWebChatRouter(services: WebChatServices, opts: WebChatOpti
       // The widget closes the session on an `end` trace, as the original sends when a conversation runs out of steps.
       if (record.conversationEnded && !trace.some((t) => t.type === 'end')) trace.push({ type: 'end', payload: null });
       res.json({ trace });
+    }),
+  );
+
+  // The widget's client description, sent on the conversation's second turn with its user ID as
+  // `sessionID` and no versionID header: it lands on the transcript that user's state names.
+  router.post(
+    '/public/:projectID/transcripts',
+    json,
+    wrap(async (req, res) => {
+      const header = versionHeaderOf(req);
+      const admitted = header ? await admit(services, req, res) : await admitAnyEnvironment(services, req, res);
+      if (!admitted) return;
+      const allowed = Array.isArray(admitted) ? admitted : [admitted];
+      const body = clientInfoSchema.safeParse(req.body);
+      if (!body.success) {
+        sendValidation(res, body.error);
+        return;
+      }
+      // The user's budget of each environment it may be in (one request spends from all, like the address's).
+      for (const settings of allowed) if (!(await limitUser(services, req, res, settings, body.data.sessionID))) return;
+      const recorded = await recordClientInfo(
+        services.db.prisma,
+        { projectId: allowed[0]!.projectId, environmentIds: allowed.map((s) => s.environmentId) },
+        body.data,
+      );
+      res.json(recorded);
+    }),
+  );
+
+  // Thumbs up/down on one of the agent's answers, when the environment has feedback on.
+  router.post(
+    '/feedback/:projectID/user/:userID',
+    json,
+    wrap(async (req, res) => {
+      const settings = await admit(services, req, res);
+      if (!settings) return;
+      if (!settings.feedback) {
+        sendError(res, 404, 'NOT_FOUND', 'Feedback is not enabled for this web chat.');
+        return;
+      }
+      const userId = userIdSchema.safeParse(req.params.userID);
+      if (!userId.success) {
+        sendValidation(res, userId.error, 'userID');
+        return;
+      }
+      const body = feedbackSchema.safeParse(req.body);
+      if (!body.success) {
+        sendValidation(res, body.error);
+        return;
+      }
+      if (!(await limitUser(services, req, res, settings, userId.data))) return;
+      const recorded = await recordFeedback(
+        services.db.prisma,
+        { projectId: settings.projectId, environmentId: settings.environmentId, userId: userId.data },
+        body.data,
+      );
+      res.json(recorded);
     }),
   );
 

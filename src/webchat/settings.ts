@@ -174,3 +174,17 @@ export function publishingOf(settings: WebChatSettings, assetBase: string) {
     watermark: false,
   };
 }
+
+/**
+ * The settings of every environment of a project that has web chat on. A CORS preflight carries no
+ * `versionID` header (browsers never send a custom header's value in one), and the widget's
+ * transcripts POST sends none either, so those requests are admitted by any of these.
+ */
+export async function listEnabledWebChatSettings(db: PrismaDb, projectId: string): Promise<WebChatSettings[]> {
+  const rows = await db.webChatSettings.findMany({
+    where: { projectId, enabled: true },
+    include: { environment: { select: { id: true, alias: true, projectId: true } } },
+    orderBy: { environmentId: 'asc' },
+  });
+  return rows.map((row) => settingsOf(row.environment, row));
+}

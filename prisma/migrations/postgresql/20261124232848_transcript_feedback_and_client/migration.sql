@@ -1,7 +1,9 @@
 -- AlterTable
 ALTER TABLE "Transcript" ADD COLUMN     "browser" TEXT,
 ADD COLUMN     "device" TEXT,
-ADD COLUMN     "os" TEXT;
+ADD COLUMN     "os" TEXT,
+ADD COLUMN     "userImage" TEXT,
+ADD COLUMN     "userName" TEXT;
 
 -- CreateTable
 CREATE TABLE "TranscriptFeedback" (

@@ -2,6 +2,8 @@
 ALTER TABLE "Transcript" ADD COLUMN "browser" TEXT;
 ALTER TABLE "Transcript" ADD COLUMN "device" TEXT;
 ALTER TABLE "Transcript" ADD COLUMN "os" TEXT;
+ALTER TABLE "Transcript" ADD COLUMN "userImage" TEXT;
+ALTER TABLE "Transcript" ADD COLUMN "userName" TEXT;
 
 -- CreateTable
 CREATE TABLE "TranscriptFeedback" (
