@@ -12,6 +12,7 @@ import type { Runtime } from '../runtime/service';
 import type { OutputTrace } from '../runtime/trace-format';
 import type { RuntimeAction } from '../runtime/types';
 import { actionSchema, type RequestConfig, requestConfigSchema, userIdSchema } from '../runtime/validation';
+import { loadWidgetBundle, type WidgetBundle } from '../webchat/widget-bundle';
 import { clientInfoSchema, feedbackSchema, recordClientInfo, recordFeedback } from '../webchat/conversation';
 import {
   getWebChatSettings,
@@ -304,6 +305,27 @@ export function createWebChatRouter(services: WebChatServices, opts: WebChatOpti
       res.json(recorded);
     }),
   );
+
+  // The widget itself, from Parley's installed dependency, and its licence beside it. Read on the
+  // first request, so an instance that never serves it never holds it.
+  let bundle: WidgetBundle | null = null;
+  const widget = () => {
+    bundle ??= loadWidgetBundle();
+    return bundle;
+  };
+  router.get('/web-chat/bundle.mjs', (_req, res) => {
+    const { script, version } = widget();
+    res.setHeader('Content-Type', 'text/javascript; charset=utf-8');
+    res.setHeader('Cache-Control', 'public, max-age=3600');
+    res.setHeader('Cross-Origin-Resource-Policy', 'cross-origin');
+    res.setHeader('X-Widget-Version', version);
+    res.send(script);
+  });
+  router.get('/web-chat/LICENSE', (_req, res) => {
+    res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+    res.setHeader('Cross-Origin-Resource-Policy', 'cross-origin');
+    res.send(widget().license);
+  });
 
   // Parley's own images for the widget (publishing names them when the project set none).
   for (const [name, svg] of Object.entries(assets)) {

@@ -452,6 +452,7 @@ const propertyItemFields = 'id name type default value metadata createdAt update
 const evaluationItemFields =
   'id name description default type value reason cost status error minimumValue maximumValue createdAt updatedAt';
 const searchItemFields = `id sessionID projectID environmentID userID createdAt updatedAt expiresAt endedAt recordingURL
+  device browser os
   properties { ${propertyItemFields} } evaluations { ${evaluationItemFields} }`;
 const propertyFields = 'id projectID name type default createdAt updatedAt';
 const valueFields = 'propertyID transcriptID value metadata createdAt updatedAt';
@@ -545,6 +546,7 @@ const transcriptRoutes: RestRoute[] = [
       transcript(id: $id) {
         ${searchItemFields}
         history { id createdAt }
+        feedback { turnID rating createdAt }
         logs(unredacted: $unredacted, filterConversation: $filterConversation, customTraceTypes: $customTraceTypes) {
           type data createdAt updatedAt
         }

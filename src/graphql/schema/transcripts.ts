@@ -167,6 +167,24 @@ const TranscriptTurnType = builder.objectRef<{ id: string; createdAt: Date }>('T
   }),
 });
 
+const TranscriptFeedbackRatingEnum = builder.enumType('TranscriptFeedbackRating', {
+  values: ['positive', 'negative'] as const,
+});
+
+export const TranscriptFeedbackType = builder.prismaObject('TranscriptFeedback', {
+  description: "A user's thumbs up or down on one turn (the web chat widget's feedback buttons).",
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    turnID: t.exposeID('turnId', { description: 'The turn rated: the ID in `history` and of its action log.' }),
+    rating: t.field({
+      type: TranscriptFeedbackRatingEnum,
+      resolve: (row) => (row.rating === 'positive' ? 'positive' : 'negative'),
+    }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+  }),
+});
+
 export const TranscriptPropertyType = builder.prismaObject('TranscriptProperty', {
   description: 'A typed property that transcripts of a project can hold a value for.',
   fields: (t) => ({
@@ -209,6 +227,24 @@ export const TranscriptType = builder.prismaObject('Transcript', {
     expiresAt: t.expose('expiresAt', { type: 'DateTime', nullable: true }),
     endedAt: t.expose('endedAt', { type: 'DateTime', nullable: true }),
     recordingURL: t.exposeString('recordingUrl', { nullable: true }),
+    device: t.exposeString('device', {
+      nullable: true,
+      description: 'The device type the client reported (the web chat widget: desktop, mobile, tablet…).',
+    }),
+    browser: t.exposeString('browser', { nullable: true, description: 'The browser the client reported.' }),
+    os: t.exposeString('os', { nullable: true, description: 'The operating system the client reported.' }),
+    userName: t.exposeString('userName', {
+      nullable: true,
+      description: 'The user name the embedding page gave the web chat widget.',
+    }),
+    userImage: t.exposeString('userImage', {
+      nullable: true,
+      description: 'The user image URL the embedding page gave the web chat widget.',
+    }),
+    feedback: t.relation('feedback', {
+      description: 'Thumbs up/down on its turns, in the order they were given.',
+      query: { orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] },
+    }),
     // In the order the properties and evaluations were defined, whatever order values arrived in.
     properties: t.relation('propertyValues', {
       query: { orderBy: [{ property: { createdAt: 'asc' } }, { propertyId: 'asc' }] },
