@@ -12,7 +12,6 @@ import type { Runtime } from '../runtime/service';
 import type { OutputTrace } from '../runtime/trace-format';
 import type { RuntimeAction } from '../runtime/types';
 import { actionSchema, type RequestConfig, requestConfigSchema, userIdSchema } from '../runtime/validation';
-import { loadWidgetBundle, type WidgetBundle } from '../webchat/widget-bundle';
 import { clientInfoSchema, feedbackSchema, recordClientInfo, recordFeedback } from '../webchat/conversation';
 import {
   getWebChatSettings,
@@ -21,6 +20,7 @@ import {
   publishingOf,
   type WebChatSettings,
 } from '../webchat/settings';
+import { loadWidgetBundle, type WidgetBundle } from '../webchat/widget-bundle';
 
 /**
  * The official web chat widget's public routes (docs/web-chat.md). They carry no API key, so they

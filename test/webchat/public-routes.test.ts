@@ -270,6 +270,212 @@ describeEachDatabase('web chat settings and public routes', (provider) => {
     expect(tooBig.status).toBe(413);
   });
 
+  const transcriptQuery = `query($p: ID!) { transcripts(projectID: $p) { edges { node {
+    id userID environmentID device browser os userName userImage history { id } feedback { turnID rating }
+  } } } }`;
+  async function transcriptsOf(project: TestProject) {
+    const res = await t.app.gql(transcriptQuery, { p: project.projectID }, t.app.operatorToken);
+    expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();
+    return res.body.data.transcripts.edges.map((e: { node: unknown }) => e.node) as {
+      id: string;
+      userID: string;
+      environmentID: string;
+      device: string | null;
+      browser: string | null;
+      os: string | null;
+      userName: string | null;
+      userImage: string | null;
+      history: { id: string }[];
+      feedback: { turnID: string; rating: string }[];
+    }[];
+  }
+  const feedbackPath = (projectID: string, userID: string) => `/feedback/${projectID}/user/${userID}`;
+  const transcriptsPath = (projectID: string) => `/public/${projectID}/transcripts`;
+
+  it('records the widget client on the transcript the runtime keeps, and feedback with the turn it rates', async () => {
+    const project = await onProject();
+    await publish(t.app, project.projectID, program, 'production');
+    await setSettings(t.app, project, { enabled: true, allowedOrigins: [site] }, 'production');
+    // As the widget sends them: interact and feedback name the environment, the transcripts POST does not.
+    const headers = { origin: site, versionID: 'production' };
+    const first = await t.app.http('POST', interactPath(project.projectID, 'erin'), { headers, body: launch });
+    expect(first.status, first.text).toBe(200);
+    const choice = first.body.trace.find((tr: { type: string }) => tr.type === 'choice');
+    const client = await t.app.http('POST', transcriptsPath(project.projectID), {
+      headers: { origin: site },
+      body: { os: 'Linux', browser: 'Chrome', device: 'desktop', user: { name: 'Erin' }, sessionID: 'erin' },
+    });
+    expect(client.status, client.text).toBe(200);
+    expect(client.headers.get('access-control-allow-origin')).toBe(site);
+    expect(client.body).toEqual({ sessionID: 'erin', os: 'Linux', browser: 'Chrome', device: 'desktop' });
+    const second = await t.app.http('POST', interactPath(project.projectID, 'erin'), {
+      headers,
+      body: { action: choice.payload.buttons[0].request },
+    });
+    expect(second.status).toBe(200);
+
+    const down = await t.app.http('POST', feedbackPath(project.projectID, 'erin'), {
+      headers,
+      body: {
+        name: 'Thumbs down',
+        text: ['Your order is on its way.'],
+        lastUserTurn: { id: 'c1', type: 'user', message: 'Track order', timestamp: Date.now() },
+      },
+    });
+    expect(down.status, down.text).toBe(200);
+    const up = await t.app.http('POST', feedbackPath(project.projectID, 'erin'), {
+      headers,
+      body: { name: 'Thumbs up', text: ['Hi! How can I help?'], lastUserTurn: null },
+    });
+    expect(up.status, up.text).toBe(200);
+
+    // One transcript: the one the runtime keeps for Erin's session, now with her client and ratings.
+    const [transcript, ...more] = await transcriptsOf(project);
+    expect(more).toEqual([]);
+    expect(transcript).toMatchObject({
+      userID: 'erin',
+      device: 'desktop',
+      browser: 'Chrome',
+      os: 'Linux',
+      userName: 'Erin',
+      userImage: null,
+    });
+    expect(transcript!.history).toHaveLength(2);
+    expect(transcript!.feedback).toEqual([
+      { turnID: transcript!.history[1]!.id, rating: 'negative' },
+      { turnID: transcript!.history[0]!.id, rating: 'positive' },
+    ]);
+    expect(down.body).toEqual({ rating: 'negative', turnID: transcript!.history[1]!.id });
+
+    // A second vote on the same turn replaces the first.
+    const changed = await t.app.http('POST', feedbackPath(project.projectID, 'erin'), {
+      headers,
+      body: { name: 'Thumbs up', text: ['Your order is on its way.'], lastUserTurn: { message: 'Track order' } },
+    });
+    expect(changed.status).toBe(200);
+    const [after] = await transcriptsOf(project);
+    expect(after!.feedback.map((f) => f.rating).sort()).toEqual(['positive', 'positive']);
+
+    // The REST transcript shows them too.
+    const rest = await t.app.http('GET', `/v1/transcript/${transcript!.id}`, { key: t.app.operatorToken });
+    expect(rest.status, rest.text).toBe(200);
+    expect(rest.body.transcript).toMatchObject({ device: 'desktop', browser: 'Chrome', os: 'Linux' });
+    expect(rest.body.transcript.feedback).toHaveLength(2);
+  });
+
+  it('refuses transcripts and feedback while off, to other origins, for bad input and for users with no conversation', async () => {
+    const project = await onProject();
+    const headers = { origin: site };
+    const client = { os: 'Linux', sessionID: 'frank' };
+    const rating = { name: 'Thumbs down', text: ['Hi! How can I help?'], lastUserTurn: null };
+    expect((await t.app.http('POST', transcriptsPath(project.projectID), { headers, body: client })).status).toBe(404);
+    expect((await t.app.http('POST', feedbackPath(project.projectID, 'frank'), { headers, body: rating })).status).toBe(
+      404,
+    );
+    const preOff = await t.app.http('OPTIONS', feedbackPath(project.projectID, 'frank'), {
+      headers: { ...headers, 'access-control-request-method': 'POST' },
+    });
+    expect(preOff.status).toBe(404);
+
+    await setSettings(t.app, project, { enabled: true, allowedOrigins: [site] });
+    for (const path of [transcriptsPath(project.projectID), feedbackPath(project.projectID, 'frank')]) {
+      const pre = await t.app.http('OPTIONS', path, {
+        headers: {
+          ...headers,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'content-type,versionid',
+        },
+      });
+      expect(pre.status, path).toBe(204);
+      expect(pre.headers.get('access-control-allow-origin')).toBe(site);
+      expect(pre.headers.get('access-control-allow-headers')).toBe('content-type, versionid');
+      const preOther = await t.app.http('OPTIONS', path, {
+        headers: { origin: other, 'access-control-request-method': 'POST' },
+      });
+      expect(preOther.status, path).toBe(403);
+      expect(preOther.headers.get('access-control-allow-origin')).toBeNull();
+    }
+
+    // No conversation yet for this user ID: nothing to attach to, nothing created.
+    const early = await t.app.http('POST', transcriptsPath(project.projectID), { headers, body: client });
+    expect(early.status).toBe(404);
+    expect(early.body.errorCode).toBe('NOT_FOUND');
+    expect(await transcriptsOf(project)).toEqual([]);
+
+    await t.app.http('POST', interactPath(project.projectID, 'frank'), { headers, body: launch });
+    const fromOther = await t.app.http('POST', transcriptsPath(project.projectID), {
+      headers: { origin: other },
+      body: client,
+    });
+    expect(fromOther.status).toBe(403);
+    const rateOther = await t.app.http('POST', feedbackPath(project.projectID, 'frank'), {
+      headers: { origin: other },
+      body: rating,
+    });
+    expect(rateOther.status).toBe(403);
+    const badClient = await t.app.http('POST', transcriptsPath(project.projectID), {
+      headers,
+      body: { ...client, state: { variables: {} } },
+    });
+    expect(badClient.status).toBe(400);
+    expect(badClient.body.errorCode).toBe('VALIDATION_FAILED');
+    const badRating = await t.app.http('POST', feedbackPath(project.projectID, 'frank'), {
+      headers,
+      body: { name: 'Meh', text: [] },
+    });
+    expect(badRating.status).toBe(400);
+    const noTurn = await t.app.http('POST', feedbackPath(project.projectID, 'frank'), {
+      headers,
+      body: { name: 'Thumbs up', text: ['Never said'], lastUserTurn: { message: 'Never typed' } },
+    });
+    expect(noTurn.status).toBe(404);
+    const [stored] = await transcriptsOf(project);
+    expect(stored).toMatchObject({ os: null, feedback: [] });
+
+    // Feedback turned off: the feedback route is refused, the transcript one still answers.
+    await setSettings(t.app, project, { feedback: false });
+    const offRating = await t.app.http('POST', feedbackPath(project.projectID, 'frank'), { headers, body: rating });
+    expect(offRating.status).toBe(404);
+    expect(offRating.body.message).toBe('Feedback is not enabled for this web chat.');
+    expect((await t.app.http('POST', transcriptsPath(project.projectID), { headers, body: client })).status).toBe(200);
+  });
+
+  it("cannot rate or describe another user's conversation", async () => {
+    const project = await onProject();
+    await setSettings(t.app, project, { enabled: true, allowedOrigins: [site] });
+    const headers = { origin: site };
+    await t.app.http('POST', interactPath(project.projectID, 'grace'), { headers, body: launch });
+    await t.app.http('POST', interactPath(project.projectID, 'mallory'), { headers, body: launch });
+    // Mallory's requests name Grace's texts, but land only on Mallory's own transcript.
+    const rated = await t.app.http('POST', feedbackPath(project.projectID, 'mallory'), {
+      headers,
+      body: { name: 'Thumbs down', text: ['Hi! How can I help?'], lastUserTurn: null },
+    });
+    expect(rated.status).toBe(200);
+    await t.app.http('POST', transcriptsPath(project.projectID), {
+      headers,
+      body: { os: 'Evil', sessionID: 'mallory' },
+    });
+    const byUser = Object.fromEntries((await transcriptsOf(project)).map((tr) => [tr.userID, tr]));
+    expect(byUser.grace).toMatchObject({ os: null, feedback: [] });
+    expect(byUser.mallory).toMatchObject({ os: 'Evil', feedback: [{ rating: 'negative' }] });
+    // The answers name only what the caller sent and the turn ID of its own conversation.
+    expect(Object.keys(rated.body).sort()).toEqual(['rating', 'turnID']);
+  });
+
+  it('serves the widget build from its npm package with its licence, and nothing from a CDN', async () => {
+    const bundle = await t.app.http('GET', '/web-chat/bundle.mjs');
+    expect(bundle.status).toBe(200);
+    expect(bundle.headers.get('content-type')).toContain('text/javascript');
+    expect(bundle.headers.get('x-widget-version')).toBe('1.65.2');
+    expect(bundle.text).toContain('window.voiceflow');
+    const license = await t.app.http('GET', '/web-chat/LICENSE');
+    expect(license.status).toBe(200);
+    expect(license.headers.get('content-type')).toContain('text/plain');
+    expect(license.text).toContain('MIT License');
+    expect(license.text).toContain('@voiceflow/react-chat 1.65.2');
+  });
+
   it('offers no route to state, transcripts, analytics or the knowledge base', async () => {
     const project = await onProject();
     await setSettings(t.app, project, { enabled: true, allowedOrigins: [site] });
@@ -317,5 +523,39 @@ describeEachDatabase('web chat rate limits', (provider) => {
     expect(refused.status).toBe(429);
     expect(refused.body.errorCode).toBe('RATE_LIMITED');
     expect(refused.headers.get('retry-after')).not.toBeNull();
+  });
+});
+
+describeEachDatabase('web chat rate limits of transcripts and feedback', (provider) => {
+  const t = useTestApp(provider, {
+    env: { RATE_LIMIT_DEFAULT: '3/60', RATE_LIMIT_RUNTIME: '100/60', TRUST_PROXY: 'loopback' },
+  });
+
+  it('limits feedback and transcripts per user ID across addresses, and per client address', async () => {
+    const project = await t.app.createProject({ scopes: ['admin'] });
+    await publish(t.app, project.projectID, program);
+    await setSettings(t.app, project, { enabled: true, allowedOrigins: [site] });
+    const headers = (address: string) => ({ origin: site, 'x-forwarded-for': address });
+    for (const user of ['hank', 'ivy'])
+      await t.app.http('POST', interactPath(project.projectID, user), { headers: headers('10.9.0.1'), body: launch });
+    const rate = (user: string, address: string) =>
+      t.app.http('POST', `/feedback/${project.projectID}/user/${user}`, {
+        headers: headers(address),
+        body: { name: 'Thumbs up', text: ['Hi! How can I help?'], lastUserTurn: null },
+      });
+    const byUser = [];
+    for (const address of ['10.3.0.1', '10.3.0.2', '10.3.0.3', '10.3.0.4'])
+      byUser.push((await rate('hank', address)).status);
+    expect(byUser).toEqual([200, 200, 200, 429]);
+    const describe = (address: string) =>
+      t.app.http('POST', `/public/${project.projectID}/transcripts`, {
+        headers: headers(address),
+        body: { os: 'Linux', sessionID: 'ivy' },
+      });
+    const byAddress = [];
+    for (let i = 0; i < 4; i++) byAddress.push((await describe('10.4.0.1')).status);
+    expect(byAddress).toEqual([200, 200, 200, 429]);
+    const limited = await describe('10.4.0.1');
+    expect(limited.body.errorCode).toBe('RATE_LIMITED');
   });
 });
