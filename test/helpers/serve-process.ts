@@ -44,8 +44,8 @@ export async function startServeProcess(env: Record<string, string>): Promise<Se
 }
 
 /** Waits until `path` (default /readyz) answers 200; fails at once if the process exits first. */
-export async function waitUntilReady(server: ServeProcess, path = '/readyz'): Promise<void> {
-  for (let i = 0; i < 300; i++) {
+export async function waitUntilReady(server: ServeProcess, path = '/readyz', attempts = 300): Promise<void> {
+  for (let i = 0; i < attempts; i++) {
     if (server.child.exitCode !== null) {
       throw new Error(`server exited early with ${server.child.exitCode}: ${server.stderr()}`);
     }
