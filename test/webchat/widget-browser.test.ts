@@ -66,6 +66,9 @@ async function startSite(parleyUrl: string, projectID: string): Promise<{ server
     if (req.url === '/' || req.url === '/index.html') {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
       res.end(page);
+    } else if (req.url === '/favicon.ico') {
+      res.writeHead(204);
+      res.end();
     } else {
       res.writeHead(404);
       res.end();
@@ -95,11 +98,9 @@ describeWithChromium('web chat widget in a browser', (executablePath) => {
     await waitUntilReady(server, '/readyz', 900);
     const created = await gql(server, 'mutation { createProject(input: {name: "Shop"}) { project { id } } }');
     projectID = created.createProject.project.id;
-    await gql(
-      server,
-      'mutation($input: PublishAgentInput!) { publishAgent(input: $input) { version { id } } }',
-      { input: { projectID, program, environment: 'production' } },
-    );
+    await gql(server, 'mutation($input: PublishAgentInput!) { publishAgent(input: $input) { version { id } } }', {
+      input: { projectID, program, environment: 'production' },
+    });
     site = await startSite(server.url, projectID);
     await gql(
       server,
@@ -115,6 +116,9 @@ describeWithChromium('web chat widget in a browser', (executablePath) => {
       if (m.type() === 'error') problems.push(`console: ${m.text()}`);
     });
     page.on('pageerror', (e) => problems.push(`page: ${e.message}`));
+    page.on('response', (r) => {
+      if (r.status() >= 400) problems.push(`${r.status()} ${r.request().method()} ${r.url()}`);
+    });
     page.on('request', (r) => {
       const url = r.url();
       if (url.startsWith(server.url)) widgetRequests.push(`${r.method()} ${new URL(url).pathname}`);
@@ -136,20 +140,21 @@ describeWithChromium('web chat widget in a browser', (executablePath) => {
     await page.goto(`${site.origin}/`);
     // The widget renders in an open shadow root; Playwright's locators pierce it.
     await page.locator('.vfrc-launcher').click();
-    await expect(page.getByText('Hi! How can I help?')).toBeVisible();
-    await expect(page.getByRole('button', { name: 'Track order' })).toBeVisible();
-    await expect(page.getByRole('button', { name: 'Goodbye' })).toBeVisible();
-    await expect(page.getByText('Shop help').first()).toBeVisible();
+    await page.getByText('Hi! How can I help?').waitFor();
+    await page.getByRole('button', { name: 'Track order' }).waitFor();
+    await page.getByRole('button', { name: 'Goodbye' }).waitFor();
+    await page.getByText('Shop help').first().waitFor();
 
     await page.getByRole('button', { name: 'Track order' }).click();
-    await expect(page.getByText('Your order is on its way.')).toBeVisible();
-
-    // The answer's feedback buttons: thumbs up, then thumbs down.
-    const feedback = page.locator('.vfrc-feedback').last();
-    await expect(feedback).toBeVisible();
+    await page.getByText('Your order is on its way.').waitFor();
+    // The second answer's buttons (the first answer's went away with the click) and its feedback row.
+    await page.getByRole('button', { name: 'Goodbye' }).waitFor();
+    const feedback = page.locator('.vfrc-feedback').nth(1);
+    await feedback.waitFor();
     const sent = page.waitForResponse((r) => r.url().includes(`/feedback/${projectID}/user/`) && r.status() === 200);
     await feedback.locator('.vfrc-feedback--button').nth(1).click();
     await sent;
+    // The clicked thumb turns active (filled with the primary colour) once the widget has sent it.
     await page.screenshot({ path: join(screenshots, 'web-chat-widget.png') });
 
     const data = await gql(
