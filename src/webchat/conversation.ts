@@ -182,3 +182,25 @@ export async function recordFeedback(
   });
   return { rating, turnID: turn.id };
 }
+
+/** The current ratings of a project (or one environment), given or changed in [from, to). */
+export async function countFeedback(
+  db: PrismaDb,
+  filter: { projectId: string; environmentId?: string | null; from?: Date | null; to?: Date | null },
+): Promise<{ positive: number; negative: number; total: number }> {
+  const groups = await db.transcriptFeedback.groupBy({
+    by: ['rating'],
+    where: {
+      projectId: filter.projectId,
+      ...(filter.environmentId ? { environmentId: filter.environmentId } : {}),
+      ...(filter.from || filter.to
+        ? { updatedAt: { ...(filter.from ? { gte: filter.from } : {}), ...(filter.to ? { lt: filter.to } : {}) } }
+        : {}),
+    },
+    _count: { _all: true },
+  });
+  const of = (rating: string) => groups.find((g) => g.rating === rating)?._count._all ?? 0;
+  const positive = of('positive');
+  const negative = of('negative');
+  return { positive, negative, total: positive + negative };
+}

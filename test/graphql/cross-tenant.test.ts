@@ -219,6 +219,11 @@ const gqlCases: Record<string, GqlCase> = {
     ids: { projectID: 'project', environment: 'environment' },
     vars: (v) => ({ p: v.projectID, e: v.environment }),
   },
+  'Query.webChatFeedback': {
+    op: `query($p: ID!, $e: String) { webChatFeedback(projectID: $p, environment: $e) { total } }`,
+    ids: { projectID: 'project', environment: 'environment' },
+    vars: (v) => ({ p: v.projectID, e: v.environment }),
+  },
   'Query.usage': {
     op: `query($f: UsageFilterInput!) { usage(name: interactions, filter: $f) { __typename } }`,
     ids: { 'filter.projectID': 'project', 'filter.projectEnvironmentIDOrAlias': 'environment' },

@@ -347,6 +347,18 @@ describeEachDatabase('web chat settings and public routes', (provider) => {
     ]);
     expect(down.body).toEqual({ rating: 'negative', turnID: transcript!.history[1]!.id });
 
+    const counts = async (environment?: string) => {
+      const res = await t.app.gql(
+        'query($p: ID!, $e: String) { webChatFeedback(projectID: $p, environment: $e) { positive negative total } }',
+        { p: project.projectID, e: environment },
+        t.app.operatorToken,
+      );
+      expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();
+      return res.body.data.webChatFeedback;
+    };
+    expect(await counts()).toEqual({ positive: 1, negative: 1, total: 2 });
+    expect(await counts('development')).toEqual({ positive: 0, negative: 0, total: 0 });
+
     // A second vote on the same turn replaces the first.
     const changed = await t.app.http('POST', feedbackPath(project.projectID, 'erin'), {
       headers,
@@ -355,6 +367,7 @@ describeEachDatabase('web chat settings and public routes', (provider) => {
     expect(changed.status).toBe(200);
     const [after] = await transcriptsOf(project);
     expect(after!.feedback.map((f) => f.rating).sort()).toEqual(['positive', 'positive']);
+    expect(await counts('production')).toEqual({ positive: 2, negative: 0, total: 2 });
 
     // The REST transcript shows them too.
     const rest = await t.app.http('GET', `/v1/transcript/${transcript!.id}`, { key: t.app.operatorToken });

@@ -60,7 +60,7 @@ async function gql(server: ServeProcess, query: string, variables: Record<string
 /** The example page, pointed at this Parley and project, served from its own origin. */
 async function startSite(parleyUrl: string, projectID: string): Promise<{ server: Server; origin: string }> {
   const page = readFileSync(join(projectRoot, 'examples/web-chat/index.html'), 'utf8')
-    .replaceAll('http://localhost:8080', parleyUrl)
+    .replaceAll('http://localhost:3000', parleyUrl)
     .replace('YOUR_PROJECT_ID', projectID);
   const server = createServer((req, res) => {
     if (req.url === '/' || req.url === '/index.html') {

@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { resolveEnvironment } from '../../admin/environments';
 import { environmentRefSchema } from '../../runtime/validation';
+import { countFeedback } from '../../webchat/conversation';
 import {
   getWebChatSettings,
   updateWebChatSettings,
@@ -72,6 +74,44 @@ builder.queryFields((t) => ({
     resolve: async (_root, args, ctx) => {
       const project = await requireProject(ctx, String(args.projectID));
       return getWebChatSettings(ctx.services.db.prisma, project.id, args.environment);
+    },
+  }),
+}));
+
+const WebChatFeedbackCountsType = builder
+  .objectRef<{ positive: number; negative: number; total: number }>('WebChatFeedbackCounts')
+  .implement({
+    description: "Thumbs up/down ratings users gave the agent's answers in the web chat widget.",
+    fields: (t) => ({
+      positive: t.exposeInt('positive'),
+      negative: t.exposeInt('negative'),
+      total: t.exposeInt('total'),
+    }),
+  });
+
+builder.queryFields((t) => ({
+  webChatFeedback: t.field({
+    type: WebChatFeedbackCountsType,
+    description:
+      "Counts of the current thumbs up/down ratings (one per rated turn; a changed vote counts once, as it is now) given or changed in [startTime, endTime), in one environment or all of the project's.",
+    authScopes: { scope: 'analytics:read' },
+    args: {
+      projectID: t.arg.id({ required: true }),
+      environment: t.arg.string({ required: false, validate: environmentRefSchema.optional() }),
+      startTime: t.arg({ type: 'DateTime', required: false }),
+      endTime: t.arg({ type: 'DateTime', required: false }),
+    },
+    resolve: async (_root, args, ctx) => {
+      const project = await requireProject(ctx, String(args.projectID));
+      const environment = args.environment
+        ? await resolveEnvironment(ctx.services.db.prisma, project.id, args.environment)
+        : null;
+      return countFeedback(ctx.services.db.prisma, {
+        projectId: project.id,
+        environmentId: environment?.id ?? null,
+        from: args.startTime ?? null,
+        to: args.endTime ?? null,
+      });
     },
   }),
 }));
