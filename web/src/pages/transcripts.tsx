@@ -312,6 +312,10 @@ interface PropertyValue {
 }
 
 interface TranscriptDetail extends TranscriptRow {
+  device: string | null;
+  browser: string | null;
+  os: string | null;
+  feedback: { turnID: string; rating: 'positive' | 'negative' }[];
   logs: Log[];
   properties: PropertyValue[];
   evaluations: Result[];
@@ -320,7 +324,8 @@ interface TranscriptDetail extends TranscriptRow {
 const resultFields = 'id evaluationID name type status value reason error model cost updatedAt';
 const detailQuery = `query TranscriptDetail($id: ID!, $unredacted: Boolean!, $projectID: ID!) {
   transcript(id: $id) {
-    id sessionID userID createdAt endedAt environmentID
+    id sessionID userID createdAt endedAt environmentID device browser os
+    feedback { turnID rating }
     logs(unredacted: $unredacted) { id type createdAt data }
     properties { propertyID name type value }
     evaluations { ${resultFields} }
@@ -474,6 +479,26 @@ function TranscriptView({ id }: { id: string }) {
         <dd>{formatTime(t.createdAt)}</dd>
         <dt>Status</dt>
         <dd>{t.endedAt ? `ended ${formatTime(t.endedAt)}` : 'open'}</dd>
+        {t.device || t.browser || t.os ? (
+          <>
+            <dt>Client</dt>
+            <dd>{[t.device, t.browser, t.os].filter(Boolean).join(' · ')}</dd>
+          </>
+        ) : null}
+        {t.feedback.length ? (
+          <>
+            <dt>Feedback</dt>
+            <dd>
+              {t.feedback
+                .map((f) => {
+                  // The turn's number: its action log's place among the actions (the turn ID is that log's ID).
+                  const turn = t.logs.filter((l) => l.type === 'action').findIndex((l) => l.id === f.turnID) + 1;
+                  return `${f.rating === 'positive' ? 'Thumbs up' : 'Thumbs down'} on turn ${turn || '?'}`;
+                })
+                .join(', ')}
+            </dd>
+          </>
+        ) : null}
       </dl>
       <ErrorNote error={actionError} />
       <div class="row">
