@@ -40,6 +40,9 @@ describeEachDatabase('transcripts over REST', (provider) => {
       expiresAt: null,
       endedAt: null,
       recordingURL: null,
+      device: null,
+      browser: null,
+      os: null,
       properties: [],
       evaluations: [],
     });
