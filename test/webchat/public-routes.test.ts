@@ -498,6 +498,8 @@ describeEachDatabase('web chat settings and public routes', (provider) => {
       ['GET', `/public/${project.projectID}/state/user/carol`],
       ['DELETE', `/public/${project.projectID}/state/user/carol`],
       ['GET', `/public/${project.projectID}/transcripts`],
+      ['GET', `/public/${project.projectID}/transcripts/carol`],
+      ['GET', `/feedback/${project.projectID}/user/carol`],
       ['GET', `/public/${project.projectID}/usage`],
       ['POST', `/public/${project.projectID}/knowledge-base/query`],
     ] as const) {
