@@ -27,7 +27,10 @@ import { loadWidgetBundle, type WidgetBundle } from '../webchat/widget-bundle';
  * are not in the REST table (which runs GraphQL operations as the key's principal): each request
  * is let in here by the project's web chat settings of the environment its `versionID` header names
  * (default `development`) — refused unless that environment has web chat on and the request's
- * Origin is one it allows — and then does exactly one narrow thing for the user ID in its path.
+ * Origin is one it allows — and then does exactly one narrow thing for the user ID in its path (or,
+ * for the transcripts POST, in its body). Preflights and a transcripts POST without `versionID` are
+ * let in by any environment of the project that has web chat on for the Origin. The widget's own
+ * build and Parley's images are served here too, to anyone.
  */
 
 /** Paths this router owns: the global CORS middleware leaves them alone (their CORS is per project). */
