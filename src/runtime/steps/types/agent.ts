@@ -28,6 +28,9 @@ const traceTextLimit = 2000;
 interface AgentMemory {
   history: ChatMessage[];
   turns: number;
+  /** The invocation counted when the step was entered (agent_usage); absent in older state. */
+  invocationID?: string;
+  enteredAt?: number;
 }
 
 const memoryKey = (step: AgentStep) => `agent:${step.id}`;
@@ -37,12 +40,17 @@ function memoryOf(step: AgentStep, ctx: StepContext): AgentMemory {
   return {
     history: Array.isArray(stored?.history) ? stored.history : [],
     turns: typeof stored?.turns === 'number' ? stored.turns : 0,
+    ...(typeof stored?.invocationID === 'string' ? { invocationID: stored.invocationID } : {}),
+    ...(typeof stored?.enteredAt === 'number' ? { enteredAt: stored.enteredAt } : {}),
   };
 }
 
 const cut = (text: string, limit = traceTextLimit) => (text.length > limit ? `${text.slice(0, limit)}…` : text);
 
-/** Leaves the step: forgets its conversation and records the invocation (agent_usage). */
+/**
+ * Leaves the step: forgets its conversation and records how its invocation ended (agent_usage
+ * counts the invocation when the step was entered, and its success now).
+ */
 function leave(
   step: AgentStep,
   ctx: StepContext,
@@ -50,8 +58,24 @@ function leave(
   result: { target: string | undefined; path: string; success: boolean },
 ): StepResult {
   delete ctx.frameStorage[memoryKey(step)];
-  ctx.recordAgentStep({ name: step.name ?? step.id, success: result.success, turns: memory.turns });
+  ctx.recordAgentStep({
+    event: 'left',
+    name: step.name ?? step.id,
+    success: result.success,
+    turns: memory.turns,
+    ...(memory.invocationID ? { invocationID: memory.invocationID, enteredAt: memory.enteredAt } : {}),
+  });
   return { kind: 'next', target: result.target, path: result.path };
+}
+
+/** A new invocation ID: 24 hex characters from the turn's random source. */
+function newInvocationID(ctx: StepContext): string {
+  let id = '';
+  while (id.length < 24)
+    id += Math.floor(ctx.random() * 0x1_0000_0000)
+      .toString(16)
+      .padStart(8, '0');
+  return id.slice(0, 24);
 }
 
 function problemsOf(step: AgentStep): StepProblem[] {
@@ -250,7 +274,15 @@ export const agentStep = defineStepType<AgentStep>({
     ];
   },
   async run(step, ctx) {
-    const memory: AgentMemory = { history: [], turns: 0 };
+    const memory: AgentMemory = { history: [], turns: 0, invocationID: newInvocationID(ctx), enteredAt: ctx.now() };
+    ctx.recordAgentStep({
+      event: 'entered',
+      name: step.name ?? step.id,
+      success: true,
+      turns: 0,
+      invocationID: memory.invocationID,
+      enteredAt: memory.enteredAt,
+    });
     if (step.greeting) {
       const greeting = ctx.interpolate(step.greeting);
       ctx.emit('text', { message: greeting });
