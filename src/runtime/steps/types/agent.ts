@@ -1,5 +1,5 @@
 import type { ChatMessage, ToolCall } from '../../../llm';
-import { traceChat, traceExecuteTool, traceInvokeAgent } from '../../../ops/genai-tracing';
+import { traceExecuteTool, traceInvokeAgent } from '../../../ops/genai-tracing';
 import { builtInVariables } from '../../program/compile';
 import { checkParameterSchema, parseArguments } from '../agent/arguments';
 import { fitHistory } from '../agent/history';
@@ -155,7 +155,10 @@ interface ModelReply {
   toolCalls: ToolCall[];
 }
 
-/** One model call, its text streamed to the client as completion traces; its tokens credited. */
+/**
+ * One model call, its text streamed to the client as completion traces; its tokens credited. Its
+ * span (`chat {model}`, GenAI conventions) is the instrumented provider's, one per call.
+ */
 async function callModel(
   step: AgentStep,
   ctx: StepContext,
@@ -164,55 +167,38 @@ async function callModel(
 ): Promise<ModelReply> {
   const llm = ctx.services.llm!;
   const model = step.model ?? llm.info.defaultModel;
-  return traceChat(
-    {
-      provider: llm.info.provider,
-      model,
-      conversationId: ctx.services.turn?.sessionId,
+  let answer: CompletionStream | null = null;
+  try {
+    for await (const event of llm.stream({
+      messages,
+      model: step.model,
       temperature: step.temperature,
       maxTokens: step.maxTokens,
-    },
-    async (span) => {
-      let answer: CompletionStream | null = null;
-      try {
-        for await (const event of llm.stream({
-          messages,
-          model: step.model,
-          temperature: step.temperature,
-          maxTokens: step.maxTokens,
-          tools: tools?.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
-          signal: ctx.signal,
-        })) {
-          if (event.type === 'delta') {
-            answer ??= ctx.completion({ model });
-            answer.content(event.text);
-            continue;
-          }
-          const { accounting, toolCalls, text, finishReason } = event.result;
-          answer?.end({
-            query: accounting.inputTokens,
-            answer: accounting.outputTokens,
-            total: accounting.inputTokens + accounting.outputTokens,
-          });
-          span.set({
-            'gen_ai.response.model': accounting.model,
-            'gen_ai.usage.input_tokens': accounting.inputTokens,
-            'gen_ai.usage.output_tokens': accounting.outputTokens,
-            'gen_ai.response.finish_reasons': [finishReason],
-          });
-          await ctx.services.recordCredit?.(
-            { model: accounting.model, inputTokens: accounting.inputTokens, outputTokens: accounting.outputTokens },
-            { stepId: step.id, flowId: ctx.flowId },
-          );
-          return { text, toolCalls };
-        }
-        throw new Error('the model stream ended without a result');
-      } catch (err) {
-        answer?.end();
-        throw err;
+      tools: tools?.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
+      signal: ctx.signal,
+    })) {
+      if (event.type === 'delta') {
+        answer ??= ctx.completion({ model });
+        answer.content(event.text);
+        continue;
       }
-    },
-  );
+      const { accounting, toolCalls, text } = event.result;
+      answer?.end({
+        query: accounting.inputTokens,
+        answer: accounting.outputTokens,
+        total: accounting.inputTokens + accounting.outputTokens,
+      });
+      await ctx.services.recordCredit?.(
+        { model: accounting.model, inputTokens: accounting.inputTokens, outputTokens: accounting.outputTokens },
+        { stepId: step.id, flowId: ctx.flowId },
+      );
+      return { text, toolCalls };
+    }
+    throw new Error('the model stream ended without a result');
+  } catch (err) {
+    answer?.end();
+    throw err;
+  }
 }
 
 /** Runs one tool call: arguments checked first; any failure is the model's to read. */
