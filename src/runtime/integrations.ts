@@ -244,7 +244,12 @@ export async function deleteIntegration(
     return [existing, event] as const;
   });
   publishAudit(deps, [audit]);
-  return { ...row, headers: {} };
+  // The row is gone whatever its headers: a value that no longer opens is answered as none.
+  let headers: Record<string, string> = {};
+  try {
+    headers = openHeaders(deps.integrationSecrets, row.id, row.headers);
+  } catch {}
+  return { ...row, headers };
 }
 
 export interface IntegrationClientOptions {
