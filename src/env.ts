@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { parseSecretKey } from './lib/secret-box';
 import { DEFAULT_PRICES, type PriceTable, parsePriceTable } from './llm/prices';
 import { opsSettings } from './ops/settings';
 import { DEFAULT_PHONE_REGIONS, parsePhoneRegions } from './transcripts/redaction';
@@ -113,6 +114,25 @@ const configSchema = z.object({
   RUNTIME_STEP_LIMIT: z.coerce.number().int().min(1).max(100_000).default(1000),
   /** How long a turn waits for another turn of the same user to finish. */
   RUNTIME_LOCK_WAIT_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
+  /**
+   * The key that encrypts integration header values (MCP credentials) at rest with AES-256-GCM:
+   * 32 bytes as 64 hex characters or base64 (`openssl rand -hex 32`). Without it, integrations
+   * cannot be given header values (docs/agent-step.md "Credentials at rest").
+   */
+  INTEGRATION_SECRETS_KEY: z
+    .string()
+    .refine((text) => parseSecretKey(text) !== null, 'must be 32 bytes as 64 hex characters or base64')
+    .optional(),
+  /**
+   * How long an MCP client session (one per integration, shared by all conversations) stays open
+   * without use before it is closed (docs/agent-step.md "MCP servers").
+   */
+  MCP_SESSION_IDLE_MS: z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .max(86_400_000)
+    .default(5 * 60_000),
   /** Longest time one API step may take, whatever the step asks for. */
   RUNTIME_API_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(30_000),
   /**

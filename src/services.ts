@@ -15,9 +15,11 @@ import { newId } from './lib/ids';
 import { createLogger, type Logger } from './lib/logger';
 import { createOutboundFetch } from './lib/outbound-http';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
+import { createSecretBox, parseSecretKey, type SecretBox } from './lib/secret-box';
 import { createLlmProvider, type LlmProvider } from './llm';
 import { createOps, instrumentJobs, instrumentLlm, type Ops, observeTurn } from './ops';
-import { createIntegrationAccess } from './runtime/integrations';
+import { createIntegrationPool } from './runtime/integration-pool';
+import { createIntegrationAccess, sealStoredIntegrationHeaders } from './runtime/integrations';
 import { createRuntime, type Runtime } from './runtime/service';
 import type { AnyStepType } from './runtime/steps/step-type';
 import { createTurnRecordJobHandler, TURN_RECORD_QUEUE } from './runtime/turn-outbox';
@@ -33,6 +35,8 @@ import { createTranscriptTurnRecorder } from './transcripts/transcript-turn-reco
  */
 export interface AppServices {
   config: Config;
+  /** Seals integration header values at rest (INTEGRATION_SECRETS_KEY); null without a key. */
+  integrationSecrets: SecretBox | null;
   logger: Logger;
   db: Db;
   pubsub: AppPubSub;
@@ -142,6 +146,25 @@ export async function createServices(config: Config, opts: CreateServicesOptions
       : (opts.turnRecorder ?? defaultRecorder);
   // Turn records that their turn could not write (src/runtime/turn-outbox.ts).
   jobs.register(TURN_RECORD_QUEUE, createTurnRecordJobHandler({ db, recorder, logger }));
+  // Integration header values (MCP credentials) are sealed at rest with this key; rows written
+  // before encryption existed are sealed now (docs/agent-step.md "Credentials at rest").
+  const integrationSecrets = config.INTEGRATION_SECRETS_KEY
+    ? createSecretBox(parseSecretKey(config.INTEGRATION_SECRETS_KEY)!)
+    : null;
+  const headerState = await sealStoredIntegrationHeaders({ db, integrationSecrets });
+  if (headerState.sealed) logger.info({ sealed: headerState.sealed }, 'encrypted stored integration header values');
+  if (headerState.plain) {
+    logger.warn(
+      { integrations: headerState.plain },
+      'integration header values are stored unencrypted: set INTEGRATION_SECRETS_KEY to encrypt them',
+    );
+  }
+  // MCP sessions, one per integration, reused across turns and closed when idle.
+  const mcpPool = createIntegrationPool({
+    fetch: outboundFetch as typeof fetch,
+    timeoutMs: config.RUNTIME_API_TIMEOUT_MS,
+    idleMs: config.MCP_SESSION_IDLE_MS,
+  });
   const runtime = createRuntime({
     db,
     fetch: outboundFetch as typeof fetch,
@@ -182,7 +205,8 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     // MCP servers of the turn's project, through the same private-address guard as API steps.
     integrations: createIntegrationAccess({
       db,
-      fetch: outboundFetch as typeof fetch,
+      integrationSecrets,
+      pool: mcpPool,
       timeoutMs: config.RUNTIME_API_TIMEOUT_MS,
     }),
     recorder,
@@ -228,6 +252,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
   jobs.register(KB_EMBED_QUEUE, createKbEmbedHandler({ db, llm, pubsub, logger: logger.child({ component: 'kb' }) }));
   return {
     config,
+    integrationSecrets,
     logger,
     db,
     pubsub,
@@ -250,6 +275,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     ops,
     async close() {
       await runtime.close();
+      await mcpPool.close();
       await outboundFetch.close();
       await jobs.stop({ graceMs: config.SHUTDOWN_GRACE_MS });
       await kbFetch.close();

@@ -44,7 +44,17 @@ export type UsageEvent = UsageEventCommon &
     | { kind: 'integration_call'; integrationToolName: string; success: boolean }
     | { kind: 'kb_document'; documentId: string }
     | { kind: 'transcript'; transcriptId?: string }
-    | { kind: 'agent_invocation'; agentId: string; name?: string; success: boolean }
+    | {
+        kind: 'agent_invocation';
+        agentId: string;
+        name?: string;
+        success: boolean;
+        /**
+         * How many invocations the event counts: 1 (the default), or 0 for the success of an
+         * invocation counted by an earlier event (an agent step counted on entry, successful when left).
+         */
+        invocations?: 0 | 1;
+      }
     | { kind: 'intent' /** The intent the NLU matched. */; name: string }
   );
 
@@ -90,7 +100,12 @@ export const usageEventShapes = {
   integration_call: { integrationToolName: text(usageLimits.name), success: z.boolean() },
   kb_document: { documentId: text(usageLimits.id) },
   transcript: { transcriptId: text(usageLimits.id).optional() },
-  agent_invocation: { agentId: text(usageLimits.id), name: optionalText(usageLimits.name), success: z.boolean() },
+  agent_invocation: {
+    agentId: text(usageLimits.id),
+    name: optionalText(usageLimits.name),
+    success: z.boolean(),
+    invocations: z.union([z.literal(0), z.literal(1)]).optional(),
+  },
   intent: { name: text(usageLimits.name) },
 } satisfies Record<UsageEventKind, z.ZodRawShape>;
 
@@ -156,7 +171,13 @@ export function dimensionsOf(event: UsageEvent): Pick<UsageEventRow, keyof Usage
     case 'transcript':
       return { ...none, subjectId: event.transcriptId ?? '' };
     case 'agent_invocation':
-      return { ...none, subjectId: event.agentId, name: event.name ?? '', success: event.success };
+      return {
+        ...none,
+        subjectId: event.agentId,
+        name: event.name ?? '',
+        success: event.success,
+        quantity: event.invocations ?? 1,
+      };
     case 'intent':
       return { ...none, subjectId: event.name };
   }

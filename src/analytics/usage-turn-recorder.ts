@@ -65,15 +65,33 @@ export function usageEventsOfTurn(turn: TurnRecord): UsageEvent[] {
   if (turn.agent) {
     const agentID = turn.agent.agentID;
     (turn.agentSteps ?? []).forEach((step, i) => {
-      // One invocation per agent step, beside the turn's own count of its program (docs/agent-step.md).
-      events.push({
+      // One invocation per agent step entered, beside the turn's own count of its program
+      // (docs/agent-step.md "Usage and cost"); its success is counted when it is left cleanly.
+      const agent = {
         ...common,
-        kind: 'agent_invocation',
+        kind: 'agent_invocation' as const,
         agentId: `${agentID}:${step.stepID}`,
         name: step.name,
-        success: step.success,
-        idempotencyKey: key(`agent-step:${i}`),
-      });
+      };
+      if (step.event === undefined || step.invocationID === undefined) {
+        // A record written before invocations were counted on entry: a step left, counted now.
+        if (step.event !== 'entered') {
+          events.push({ ...agent, success: step.success, idempotencyKey: key(`agent-step:${i}`) });
+        }
+        return;
+      }
+      if (step.event === 'entered') {
+        events.push({ ...agent, success: false, idempotencyKey: `agent-step:${step.invocationID}:entered` });
+      } else if (step.success) {
+        events.push({
+          ...agent,
+          success: true,
+          invocations: 0,
+          // In the hour of its invocation, so an hour's successCount never exceeds its count.
+          occurredAt: step.enteredAt === undefined ? common.occurredAt : new Date(step.enteredAt),
+          idempotencyKey: `agent-step:${step.invocationID}:success`,
+        });
+      }
     });
   }
   return events;

@@ -6,6 +6,7 @@ import type { Db } from '../db/client';
 import type { Config } from '../env';
 import type { Logger } from '../lib/logger';
 import type { AppPubSub } from '../lib/pubsub';
+import type { SecretBox } from '../lib/secret-box';
 import type { LlmProvider } from '../llm/types';
 import type { Metrics } from '../ops/prometheus';
 import type { Runtime } from '../runtime/service';
@@ -25,6 +26,8 @@ export interface GraphQLServices {
   runtime: Runtime;
   /** Prometheus metrics, null when METRICS_ENABLED=false. */
   ops: { metrics: Metrics | null };
+  /** Seals integration header values at rest (INTEGRATION_SECRETS_KEY); null without a key. */
+  integrationSecrets: SecretBox | null;
 }
 
 /**

@@ -1,13 +1,22 @@
-import { type Attributes, SpanKind } from '@opentelemetry/api';
+import { type Attributes, context, createContextKey } from '@opentelemetry/api';
 import { withSpan } from './tracing';
 
 /**
  * Spans of the agent step in the OpenTelemetry GenAI semantic conventions
- * (https://opentelemetry.io/docs/specs/semconv/gen-ai/): `invoke_agent {name}` per agent turn,
- * `chat {model}` per model call, `execute_tool {name}` per tool call, with the `gen_ai.*`
- * attributes tools that understand the conventions read. Kept here so the runtime's step needs
- * no OpenTelemetry import.
+ * (https://opentelemetry.io/docs/specs/semconv/gen-ai/): `invoke_agent {name}` per agent turn and
+ * `execute_tool {name}` per tool call, with the `gen_ai.*` attributes tools that understand the
+ * conventions read. Kept here so the runtime's step needs no OpenTelemetry import. The one
+ * `chat {model}` span of each model call is the instrumented provider's (./instrument.ts
+ * `instrumentLlm`), which reads the conversation ID the agent's span puts in the context.
  */
+
+const conversationKey = createContextKey('parley.gen_ai.conversation.id');
+
+/** The conversation ID of the agent turn the caller runs in (gen_ai.conversation.id), if any. */
+export function activeConversationId(): string | undefined {
+  const value = context.active().getValue(conversationKey);
+  return typeof value === 'string' ? value : undefined;
+}
 
 export interface GenAiSpan {
   /** Sets attributes known only once the work is done (token counts, the finish reason). */
@@ -31,26 +40,12 @@ export function traceInvokeAgent<T>(
       'gen_ai.provider.name': agent.provider,
       'gen_ai.request.model': agent.model,
     }),
-    (span) => run({ set: (a) => span.setAttributes(a) }),
-  );
-}
-
-export function traceChat<T>(
-  call: { provider: string; model: string; conversationId?: string; temperature?: number; maxTokens?: number },
-  run: (span: GenAiSpan) => Promise<T>,
-): Promise<T> {
-  return withSpan(
-    `chat ${call.model}`,
-    dropUndefined({
-      'gen_ai.operation.name': 'chat',
-      'gen_ai.provider.name': call.provider,
-      'gen_ai.request.model': call.model,
-      'gen_ai.conversation.id': call.conversationId,
-      'gen_ai.request.temperature': call.temperature,
-      'gen_ai.request.max_tokens': call.maxTokens,
-    }),
-    (span) => run({ set: (a) => span.setAttributes(a) }),
-    { kind: SpanKind.CLIENT },
+    (span) => {
+      const inner = agent.conversationId
+        ? context.active().setValue(conversationKey, agent.conversationId)
+        : context.active();
+      return context.with(inner, () => run({ set: (a) => span.setAttributes(a) }));
+    },
   );
 }
 

@@ -2,8 +2,9 @@ import { type Attributes, ROOT_CONTEXT, type Span, SpanKind } from '@opentelemet
 import type { Db, QueryEvent } from '../db/client';
 import type { JobHandler, JobRunner, RegisterOptions } from '../jobs/runner';
 import { isLlmError } from '../llm/errors';
-import type { ChatRequest, ChatStreamEvent, LlmAccounting, LlmProvider } from '../llm/types';
+import type { ChatRequest, ChatResult, ChatStreamEvent, LlmAccounting, LlmProvider } from '../llm/types';
 import type { TurnRecord } from '../runtime/turn-record';
+import { activeConversationId } from './genai-tracing';
 import type { Metrics } from './prometheus';
 import { failSpan, recordFinishedSpan, tracer } from './tracing';
 
@@ -84,13 +85,17 @@ export function observeTurn(metrics: Metrics | null, turn: TurnRecord): void {
 }
 
 /**
- * Counts calls, tokens, cost and duration per model, and puts a span around each call with the
- * model and token counts. The accounting every call already carries (src/llm/metering.ts) is the
- * source, so the numbers equal those billed to projects.
+ * Counts calls, tokens, cost and duration per model, and puts one span around each call in the
+ * OpenTelemetry GenAI semantic conventions (`chat {model}` / `embeddings {model}`, kind client,
+ * `gen_ai.*` attributes; the conversation ID when an agent step makes the call). It is the only
+ * span of a model call: the agent step adds none of its own. The accounting every call already
+ * carries (src/llm/metering.ts) is the source, so the numbers equal those billed to projects.
  */
 export function instrumentLlm(llm: LlmProvider, metrics: Metrics | null): LlmProvider {
   const provider = llm.info.provider;
-  const account = (kind: 'chat' | 'embed', accounting: LlmAccounting, span: Span) => {
+  type Kind = 'chat' | 'embed';
+  const operation = (kind: Kind) => (kind === 'chat' ? 'chat' : 'embeddings');
+  const account = (kind: Kind, accounting: LlmAccounting, span: Span) => {
     const model = metrics ? metrics.modelName(accounting.model) : accounting.model;
     metrics?.llmCalls.inc({ provider, model, kind, outcome: 'ok' });
     metrics?.llmTokens.inc({ provider, model, direction: 'input' }, accounting.inputTokens);
@@ -101,29 +106,42 @@ export function instrumentLlm(llm: LlmProvider, metrics: Metrics | null): LlmPro
     span.setAttributes({
       'gen_ai.response.model': accounting.model,
       'gen_ai.usage.input_tokens': accounting.inputTokens,
-      'gen_ai.usage.output_tokens': accounting.outputTokens,
+      ...(kind === 'chat' ? { 'gen_ai.usage.output_tokens': accounting.outputTokens } : {}),
       'parley.llm.cost': accounting.cost,
       'parley.llm.attempts': accounting.attempts,
     });
   };
-  const failed = (kind: 'chat' | 'embed', requested: string, err: unknown, span: Span) => {
+  const finished = (result: ChatResult, span: Span) => {
+    account('chat', result.accounting, span);
+    span.setAttribute('gen_ai.response.finish_reasons', [result.finishReason]);
+  };
+  const failed = (kind: Kind, requested: string, err: unknown, span: Span) => {
     const model = metrics ? metrics.modelName(requested) : requested;
-    metrics?.llmCalls.inc({ provider, model, kind, outcome: isLlmError(err) ? err.kind : 'error' });
+    const errorKind = isLlmError(err) ? err.kind : 'error';
+    metrics?.llmCalls.inc({ provider, model, kind, outcome: errorKind });
     failSpan(span, err);
+    span.setAttribute('error.type', errorKind);
     if (isLlmError(err)) span.setAttribute('parley.llm.error_kind', err.kind);
   };
-  const startSpan = (kind: 'chat' | 'embed', model: string) =>
-    tracer().startSpan(`llm.${kind} ${model}`, {
-      kind: SpanKind.CLIENT,
-      attributes: { 'gen_ai.system': provider, 'gen_ai.operation.name': kind, 'gen_ai.request.model': model },
-    });
+  const startSpan = (kind: Kind, model: string, request?: ChatRequest) => {
+    const attributes: Attributes = {
+      'gen_ai.operation.name': operation(kind),
+      'gen_ai.provider.name': provider,
+      'gen_ai.request.model': model,
+    };
+    if (request?.temperature !== undefined) attributes['gen_ai.request.temperature'] = request.temperature;
+    if (request?.maxTokens !== undefined) attributes['gen_ai.request.max_tokens'] = request.maxTokens;
+    const conversationId = activeConversationId();
+    if (conversationId) attributes['gen_ai.conversation.id'] = conversationId;
+    return tracer().startSpan(`${operation(kind)} ${model}`, { kind: SpanKind.CLIENT, attributes });
+  };
 
   async function* stream(request: ChatRequest): AsyncGenerator<ChatStreamEvent, void, undefined> {
     const model = request.model ?? llm.info.defaultModel;
-    const span = startSpan('chat', model);
+    const span = startSpan('chat', model, request);
     try {
       for await (const event of llm.stream(request)) {
-        if (event.type === 'end') account('chat', event.result.accounting, span);
+        if (event.type === 'end') finished(event.result, span);
         yield event;
       }
     } catch (err) {
@@ -146,10 +164,10 @@ export function instrumentLlm(llm: LlmProvider, metrics: Metrics | null): LlmPro
     },
     async complete(request) {
       const model = request.model ?? llm.info.defaultModel;
-      const span = startSpan('chat', model);
+      const span = startSpan('chat', model, request);
       try {
         const result = await llm.complete(request);
-        account('chat', result.accounting, span);
+        finished(result, span);
         return result;
       } catch (err) {
         failed('chat', model, err, span);

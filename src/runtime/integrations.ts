@@ -1,11 +1,12 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { z } from 'zod';
 import { publishAudit, recordAudit } from '../admin/service';
 import type { Db } from '../db/client';
-import { conflict, notFound } from '../lib/errors';
+import { conflict, notFound, validationError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { AppPubSub } from '../lib/pubsub';
+import type { SecretBox } from '../lib/secret-box';
+import type { IntegrationPool } from './integration-pool';
 import type { IntegrationAccess, IntegrationTool, TurnScope } from './steps/step-type';
 
 /**
@@ -40,6 +41,8 @@ export const integrationHeadersSchema = z
 export interface IntegrationDeps {
   db: Db;
   pubsub: AppPubSub;
+  /** Seals header values at rest (INTEGRATION_SECRETS_KEY); null when no key is configured. */
+  integrationSecrets: SecretBox | null;
 }
 
 export interface IntegrationRow {
@@ -52,19 +55,84 @@ export interface IntegrationRow {
   updatedAt: Date;
 }
 
-const rowOf = (row: { headers: unknown } & Omit<IntegrationRow, 'headers'>): IntegrationRow => ({
+/**
+ * How header values are stored (docs/agent-step.md "Credentials at rest"): `{}` when there are
+ * none; `{"sealed:v1": "<AES-256-GCM value>"}` (the JSON of all headers, sealed with the row's ID
+ * as context) when a key is configured; the plain `{name: value}` object only in rows written
+ * before encryption existed (read as they are, sealed at the next start with a key). The member
+ * name holds a colon, which no header name can, so the two forms cannot be confused.
+ */
+const sealedMember = 'sealed:v1';
+const headerContext = (id: string) => `integration-headers:${id}`;
+
+/** Header values to store: sealed, or refused without a key (credentials are never stored in clear). */
+export function sealHeaders(
+  box: SecretBox | null,
+  id: string,
+  headers: Record<string, string>,
+): Record<string, string> {
+  if (Object.keys(headers).length === 0) return {};
+  if (!box) {
+    throw validationError(
+      'Header values of integrations are stored encrypted: set INTEGRATION_SECRETS_KEY (32 bytes, hex or base64) on the server first',
+      [{ path: 'headers', message: 'needs INTEGRATION_SECRETS_KEY on the server' }],
+    );
+  }
+  return { [sealedMember]: box.seal(JSON.stringify(headers), headerContext(id)) };
+}
+
+/** Whether stored headers are in the plain form of rows written before encryption existed. */
+export const hasPlainHeaders = (stored: unknown) =>
+  !!stored && typeof stored === 'object' && Object.keys(stored).length > 0 && !(sealedMember in stored);
+
+export function openHeaders(box: SecretBox | null, id: string, stored: unknown): Record<string, string> {
+  const value = (stored ?? {}) as Record<string, string>;
+  const sealed = value[sealedMember];
+  if (sealed === undefined) return value;
+  if (!box) throw new Error('its header values are encrypted and INTEGRATION_SECRETS_KEY is not set');
+  try {
+    return JSON.parse(box.open(sealed, headerContext(id))) as Record<string, string>;
+  } catch (err) {
+    throw new Error(`its header values cannot be decrypted with INTEGRATION_SECRETS_KEY: ${(err as Error).message}`);
+  }
+}
+
+const rowOf = (box: SecretBox | null, row: { headers: unknown } & Omit<IntegrationRow, 'headers'>): IntegrationRow => ({
   ...row,
-  headers: (row.headers ?? {}) as Record<string, string>,
+  headers: openHeaders(box, row.id, row.headers),
 });
+
+/**
+ * Seals the header values of rows written before encryption existed (run at start when a key is
+ * configured); returns how many rows it sealed. Without a key, counts them (for a warning).
+ */
+export async function sealStoredIntegrationHeaders(
+  deps: Pick<IntegrationDeps, 'db' | 'integrationSecrets'>,
+): Promise<{ sealed: number; plain: number }> {
+  const rows = await deps.db.prisma.integration.findMany({ select: { id: true, headers: true, updatedAt: true } });
+  const plain = rows.filter((r) => hasPlainHeaders(r.headers));
+  const box = deps.integrationSecrets;
+  if (!box) return { sealed: 0, plain: plain.length };
+  let sealed = 0;
+  for (const row of plain) {
+    // Only if still plain: another instance starting at the same time may have sealed it already.
+    const updated = await deps.db.prisma.integration.updateMany({
+      where: { id: row.id, updatedAt: row.updatedAt },
+      data: { headers: sealHeaders(box, row.id, row.headers as Record<string, string>) },
+    });
+    sealed += updated.count;
+  }
+  return { sealed, plain: plain.length - sealed };
+}
 
 const isUniqueViolation = (err: unknown) => (err as { code?: string } | null)?.code === 'P2002';
 
 export async function listIntegrations(
-  deps: Pick<IntegrationDeps, 'db'>,
+  deps: Pick<IntegrationDeps, 'db' | 'integrationSecrets'>,
   projectId: string,
 ): Promise<IntegrationRow[]> {
   const rows = await deps.db.prisma.integration.findMany({ where: { projectId }, orderBy: { name: 'asc' } });
-  return rows.map(rowOf);
+  return rows.map((row) => rowOf(deps.integrationSecrets, row));
 }
 
 export async function createIntegration(
@@ -75,13 +143,14 @@ export async function createIntegration(
     const [row, audit] = await deps.db.prisma.$transaction(async (tx) => {
       const project = await tx.project.findUnique({ where: { id: input.projectId } });
       if (!project) throw notFound('Project', input.projectId);
+      const id = newId();
       const created = await tx.integration.create({
         data: {
-          id: newId(),
+          id,
           projectId: input.projectId,
           name: input.name,
           url: input.url,
-          headers: input.headers ?? {},
+          headers: sealHeaders(deps.integrationSecrets, id, input.headers ?? {}),
         },
       });
       const event = await recordAudit(tx, {
@@ -101,7 +170,7 @@ export async function createIntegration(
       return [created, event] as const;
     });
     publishAudit(deps, [audit]);
-    return rowOf(row);
+    return rowOf(deps.integrationSecrets, row);
   } catch (err) {
     if (isUniqueViolation(err)) throw conflict(`The project already has an integration named "${input.name}"`);
     throw err;
@@ -128,7 +197,9 @@ export async function updateIntegration(
         data: {
           ...(input.name !== undefined && { name: input.name }),
           ...(input.url !== undefined && { url: input.url }),
-          ...(input.headers !== undefined && { headers: input.headers }),
+          ...(input.headers !== undefined && {
+            headers: sealHeaders(deps.integrationSecrets, input.id, input.headers),
+          }),
         },
       });
       const event = await recordAudit(tx, {
@@ -141,13 +212,13 @@ export async function updateIntegration(
           projectId: input.projectId,
           name: updated.name,
           url: updated.url,
-          headers: Object.keys(updated.headers as Record<string, string>),
+          headers: Object.keys(input.headers ?? openHeaders(deps.integrationSecrets, input.id, updated.headers)),
         },
       });
       return [updated, event] as const;
     });
     publishAudit(deps, [audit]);
-    return rowOf(row);
+    return rowOf(deps.integrationSecrets, row);
   } catch (err) {
     if (isUniqueViolation(err)) throw conflict(`The project already has an integration named "${input.name}"`);
     throw err;
@@ -173,13 +244,19 @@ export async function deleteIntegration(
     return [existing, event] as const;
   });
   publishAudit(deps, [audit]);
-  return rowOf(row);
+  // The row is gone whatever its headers: a value that no longer opens is answered as none.
+  let headers: Record<string, string> = {};
+  try {
+    headers = openHeaders(deps.integrationSecrets, row.id, row.headers);
+  } catch {}
+  return { ...row, headers };
 }
 
 export interface IntegrationClientOptions {
   db: Db;
-  /** The runtime's outbound fetch (private addresses refused unless allowed). */
-  fetch: typeof fetch;
+  integrationSecrets: SecretBox | null;
+  /** The MCP sessions, kept open per integration (./integration-pool.ts). */
+  pool: IntegrationPool;
   /** Longest wait for one MCP request (listing or a call), in milliseconds. */
   timeoutMs: number;
 }
@@ -196,8 +273,8 @@ function resultText(result: { content?: unknown; structuredContent?: unknown }):
 }
 
 /**
- * The integrations of one turn's project. Each listing or call opens a session with the server
- * (initialize), does its work and closes it: a turn is short, and nothing stays connected.
+ * The integrations of one turn's project. Listings and calls go through the pooled session of
+ * each integration (./integration-pool.ts): a server is initialised once, not per call.
  */
 export function createIntegrationAccess(opts: IntegrationClientOptions): (scope: TurnScope) => IntegrationAccess {
   return (scope) => {
@@ -209,35 +286,30 @@ export function createIntegrationAccess(opts: IntegrationClientOptions): (scope:
           .findUnique({ where: { projectId_name: { projectId: scope.projectId, name } } })
           .then((found) => {
             if (!found) throw new Error(`the project has no MCP server named "${name}"`);
-            return rowOf(found);
+            return rowOf(opts.integrationSecrets, found);
           });
         row.catch(() => {});
         rows.set(name, row);
       }
       return row;
     };
-    async function withClient<T>(name: string, signal: AbortSignal, work: (client: Client) => Promise<T>): Promise<T> {
+    async function withClient<T>(
+      name: string,
+      retry: 'always' | 'session-lost',
+      work: (client: Client) => Promise<T>,
+    ): Promise<T> {
       const row = await find(name);
-      const transport = new StreamableHTTPClientTransport(new URL(row.url), {
-        requestInit: { headers: row.headers },
-        fetch: opts.fetch,
-      });
-      const client = new Client({ name: 'parley', version: '1' });
-      const stop = AbortSignal.any([signal, AbortSignal.timeout(opts.timeoutMs)]);
       try {
-        await client.connect(transport, { signal: stop, timeout: opts.timeoutMs });
-        return await work(client);
+        return await opts.pool.use({ id: row.id, url: row.url, headers: row.headers }, work, { retry });
       } catch (err) {
         const e = err as Error & { cause?: Error };
         const reason = e.cause?.message ?? e.message;
         throw new Error(`MCP server "${name}": ${reason}`);
-      } finally {
-        await client.close().catch(() => {});
       }
     }
     return {
       listTools: (server, signal) =>
-        withClient(server, signal, async (client) => {
+        withClient(server, 'always', async (client) => {
           const tools: IntegrationTool[] = [];
           let cursor: string | undefined;
           do {
@@ -254,7 +326,7 @@ export function createIntegrationAccess(opts: IntegrationClientOptions): (scope:
           return tools;
         }),
       callTool: (server, tool, args, signal) =>
-        withClient(server, signal, async (client) => {
+        withClient(server, 'session-lost', async (client) => {
           const result = await client.callTool({ name: tool, arguments: args }, undefined, {
             signal,
             timeout: opts.timeoutMs,

@@ -61,6 +61,9 @@ export interface StartTestAppOptions {
   services?: Pick<CreateServicesOptions, 'turnRecorder' | 'extraStepTypes'>;
 }
 
+/** The INTEGRATION_SECRETS_KEY test apps run with (tests read the database with it). */
+export const testIntegrationSecretsKey = '7f'.repeat(32);
+
 /** Starts a real Parley server on an ephemeral port over a fresh database of `provider`. */
 export async function startTestApp(provider: Provider, opts: StartTestAppOptions = {}): Promise<TestApp> {
   const database = opts.database ?? (await createTestDatabase(provider));
@@ -75,6 +78,8 @@ export async function startTestApp(provider: Provider, opts: StartTestAppOptions
     REDIS_PREFIX: `parley-test:${lanes().runId}:`,
     // The runtime tests' APIs run on loopback servers; test/runtime/outbound-guard.test.ts turns it off.
     RUNTIME_ALLOW_PRIVATE_URLS: 'true',
+    // Integration header values are stored encrypted; test/runtime/integration-secrets.test.ts runs without a key too.
+    INTEGRATION_SECRETS_KEY: testIntegrationSecretsKey,
     ...opts.env,
     DATABASE_URL: database.url,
   });

@@ -1,3 +1,4 @@
+import { SpanKind } from '@opentelemetry/api';
 import {
   InMemorySpanExporter,
   NodeTracerProvider,
@@ -97,7 +98,14 @@ describe(`agent spans [${provider}]`, () => {
     expect(conversationId).toMatch(/^[0-9a-f]{24}$/);
     expect(parentOf(invoke)).toBe(step.spanContext().spanId);
 
+    // One span per model call: the provider's GenAI `chat` span, nothing else around or beside it.
+    const modelCallSpans = spans.filter(
+      (s) => s.attributes['gen_ai.operation.name'] === 'chat' || s.name.startsWith('llm.'),
+    );
+    expect(modelCallSpans.map((s) => s.name)).toEqual(['chat gpt-spans', 'chat gpt-spans']);
     expect(chats).toHaveLength(2);
+    expect(chats.every((c) => c.kind === SpanKind.CLIENT)).toBe(true);
+    expect(chats.every((c) => c.attributes['gen_ai.system'] === undefined)).toBe(true);
     expect(chats.map((c) => parentOf(c))).toEqual([invoke.spanContext().spanId, invoke.spanContext().spanId]);
     expect(chats[0]!.attributes).toMatchObject({
       'gen_ai.operation.name': 'chat',

@@ -132,10 +132,13 @@ describe(`spans [${provider}]`, () => {
     const job = exporter.getFinishedSpans().find((s) => s.name === 'job evaluation')!;
     expect(parentOf(job)).toBeUndefined();
     expect(job.attributes).toMatchObject({ 'parley.job.queue': 'evaluation', 'parley.job.attempt': 1 });
-    const llm = spansOf(job.spanContext().traceId).find((s) => s.name === 'llm.chat judge')!;
+    const llm = spansOf(job.spanContext().traceId).find((s) => s.name === 'chat judge')!;
     expect(llm.kind).toBe(SpanKind.CLIENT);
     expect(llm.attributes).toMatchObject({
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': 'openai-compatible',
       'gen_ai.request.model': 'judge',
+      'gen_ai.response.finish_reasons': ['stop'],
       'gen_ai.usage.input_tokens': 50,
       'gen_ai.usage.output_tokens': 9,
     });

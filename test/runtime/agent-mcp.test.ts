@@ -21,6 +21,8 @@ type Trace = { type: string; payload: Record<string, unknown> };
 /** A stateless MCP server (a new server and transport per request) that checks a bearer token. */
 async function startMcpServer(token: string) {
   const seenAuth: (string | undefined)[] = [];
+  /** MCP `initialize` requests received: one per client session Parley opens. */
+  const sessions = { initialized: 0 };
   const buildServer = () => {
     const server = new McpServer({ name: 'inventory', version: '1.0.0' });
     server.registerTool(
@@ -49,6 +51,7 @@ async function startMcpServer(token: string) {
       raw += c;
     });
     req.on('end', async () => {
+      if (raw && (JSON.parse(raw) as { method?: string }).method === 'initialize') sessions.initialized++;
       const server = buildServer();
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       res.on('close', () => {
@@ -64,6 +67,7 @@ async function startMcpServer(token: string) {
   return {
     url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
     seenAuth,
+    sessions,
     close: () =>
       new Promise<void>((resolve) => {
         http.closeAllConnections();
@@ -232,6 +236,21 @@ describeEachDatabase('agent step with MCP servers', (provider) => {
     expect(fake.requests[0]!.body.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual([
       'inventory__count_items',
     ]);
+  });
+
+  it('opens one MCP session for all the turns and conversations of the project (the pool reuses it)', async () => {
+    // The listings and calls of the tests above went through one session.
+    expect(mcp.sessions.initialized).toBe(1);
+    fake.reset();
+    fake.script(
+      { type: 'chat', toolCalls: [{ name: 'inventory__count_items', arguments: '{"kind":"desks"}' }] },
+      { type: 'chat', chunks: ['50 desks.'] },
+      { type: 'chat', toolCalls: [{ name: 'inventory__count_items', arguments: '{"kind":"lamps"}' }] },
+      { type: 'chat', chunks: ['50 lamps.'] },
+    );
+    await Promise.all([talk(app, project, 'u-pool-1', 'Desks?'), talk(app, project, 'u-pool-2', 'Lamps?')]);
+    expect(fake.requests).toHaveLength(4);
+    expect(mcp.sessions.initialized).toBe(1);
   });
 
   it('refuses a server on a private address unless the runtime allows them; the agent still answers', async () => {

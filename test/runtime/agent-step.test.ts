@@ -405,6 +405,67 @@ describeEachDatabase('agent step', (provider) => {
     );
   });
 
+  it('counts an agent invocation when the step is entered, and its success when it is left cleanly', async () => {
+    const own = await app.createProject({ scopes: ['admin', 'runtime:interact', 'analytics:read'] });
+    await publish(app, own.projectID, program(api.url));
+    const ownTurn = async (userID: string, action: unknown) => {
+      const { reading } = await stream(app, v2StreamPath(own.projectID, userID), {
+        key: own.apiKey,
+        body: { action },
+      });
+      return traceOf(dataOf(reading, 'trace'));
+    };
+    const stepUsage = async () => {
+      const res = await app.http('POST', '/v2/query/usage', {
+        key: own.apiKey,
+        body: { data: { name: 'agent_usage', filter: { projectID: own.projectID } } },
+      });
+      expect(res.status, res.text).toBe(200);
+      const items = res.body.result.items as { agentID: string; name: string; count: number; successCount: number }[];
+      const step = items.filter((i) => i.agentID.endsWith(':assistant'));
+      return {
+        count: step.reduce((n, i) => n + i.count, 0),
+        successCount: step.reduce((n, i) => n + i.successCount, 0),
+        names: [...new Set(step.map((i) => i.name))],
+      };
+    };
+
+    // Entered and still talking: one invocation, no success yet.
+    await ownTurn('u-running', { type: 'launch' });
+    await expect
+      .poll(stepUsage, { timeout: 10_000 })
+      .toEqual({ count: 1, successCount: 0, names: ['Order assistant'] });
+    fake.script({ type: 'chat', chunks: ['Still here.'] });
+    await ownTurn('u-running', { type: 'text', payload: 'Hello' });
+
+    // Left by an exit: its success is counted, the invocation is not counted again.
+    await ownTurn('u-leaves', { type: 'launch' });
+    fake.script({ type: 'chat', toolCalls: [{ name: 'talk_to_person', arguments: '{"reason":"human"}' }] });
+    await ownTurn('u-leaves', { type: 'text', payload: 'A human please' });
+    await expect
+      .poll(stepUsage, { timeout: 10_000 })
+      .toEqual({ count: 2, successCount: 1, names: ['Order assistant'] });
+
+    // Left by the failure path: counted, not a success.
+    await ownTurn('u-fails', { type: 'launch' });
+    fake.script({ type: 'error', status: 400, message: 'bad request' });
+    const failed = await ownTurn('u-fails', { type: 'text', payload: 'Hello?' });
+    expect(failed).toContainEqual(expect.objectContaining({ type: 'path', payload: { path: 'agent:failure' } }));
+    await expect
+      .poll(stepUsage, { timeout: 10_000 })
+      .toEqual({ count: 3, successCount: 1, names: ['Order assistant'] });
+
+    // The program's own per-turn count is unchanged beside it: one per turn (DECISIONS §4).
+    const res = await app.http('POST', '/v2/query/usage', {
+      key: own.apiKey,
+      body: { data: { name: 'agent_usage', filter: { projectID: own.projectID } } },
+    });
+    const programItems = (res.body.result.items as { agentID: string; count: number }[]).filter(
+      (i) => !i.agentID.includes(':'),
+    );
+    expect(programItems.reduce((n, i) => n + i.count, 0)).toBe(6);
+  });
+
   it('stops offering tools after the round limit and has the model answer', async () => {
     await turn('u-rounds', { type: 'launch' });
     fake.script(

@@ -133,12 +133,24 @@ export interface FunctionCallRecord {
   error?: string;
 }
 
-/** An agent step that was left (by an exit, its turn limit, or its failure path). */
+/**
+ * An agent step entered, or left (by an exit, its turn limit, or its failure path). One invocation
+ * (`invocationID`) has one `entered` record and at most one `left` record, possibly turns later.
+ */
 export interface AgentStepRecord {
   stepID: string;
   flowID: string;
   name: string;
-  /** False when it left by its failure path (the model failed, or there was none). */
+  /**
+   * `entered` when the step starts (counted as an invocation), `left` when it ends. Absent in
+   * records written before invocations were counted on entry: those are left records that count.
+   */
+  event?: 'entered' | 'left';
+  /** Names the invocation across its turns (absent in records written before it existed). */
+  invocationID?: string;
+  /** When the step was entered (epoch ms): a success is counted in the hour of its invocation. */
+  enteredAt?: number;
+  /** False when it left by its failure path (the model failed, or there was none); true when entered. */
   success: boolean;
   turns: number;
 }

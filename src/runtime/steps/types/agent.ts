@@ -1,5 +1,5 @@
 import type { ChatMessage, ToolCall } from '../../../llm';
-import { traceChat, traceExecuteTool, traceInvokeAgent } from '../../../ops/genai-tracing';
+import { traceExecuteTool, traceInvokeAgent } from '../../../ops/genai-tracing';
 import { builtInVariables } from '../../program/compile';
 import { checkParameterSchema, parseArguments } from '../agent/arguments';
 import { fitHistory } from '../agent/history';
@@ -28,6 +28,9 @@ const traceTextLimit = 2000;
 interface AgentMemory {
   history: ChatMessage[];
   turns: number;
+  /** The invocation counted when the step was entered (agent_usage); absent in older state. */
+  invocationID?: string;
+  enteredAt?: number;
 }
 
 const memoryKey = (step: AgentStep) => `agent:${step.id}`;
@@ -37,12 +40,17 @@ function memoryOf(step: AgentStep, ctx: StepContext): AgentMemory {
   return {
     history: Array.isArray(stored?.history) ? stored.history : [],
     turns: typeof stored?.turns === 'number' ? stored.turns : 0,
+    ...(typeof stored?.invocationID === 'string' ? { invocationID: stored.invocationID } : {}),
+    ...(typeof stored?.enteredAt === 'number' ? { enteredAt: stored.enteredAt } : {}),
   };
 }
 
 const cut = (text: string, limit = traceTextLimit) => (text.length > limit ? `${text.slice(0, limit)}…` : text);
 
-/** Leaves the step: forgets its conversation and records the invocation (agent_usage). */
+/**
+ * Leaves the step: forgets its conversation and records how its invocation ended (agent_usage
+ * counts the invocation when the step was entered, and its success now).
+ */
 function leave(
   step: AgentStep,
   ctx: StepContext,
@@ -50,8 +58,24 @@ function leave(
   result: { target: string | undefined; path: string; success: boolean },
 ): StepResult {
   delete ctx.frameStorage[memoryKey(step)];
-  ctx.recordAgentStep({ name: step.name ?? step.id, success: result.success, turns: memory.turns });
+  ctx.recordAgentStep({
+    event: 'left',
+    name: step.name ?? step.id,
+    success: result.success,
+    turns: memory.turns,
+    ...(memory.invocationID ? { invocationID: memory.invocationID, enteredAt: memory.enteredAt } : {}),
+  });
   return { kind: 'next', target: result.target, path: result.path };
+}
+
+/** A new invocation ID: 24 hex characters from the turn's random source. */
+function newInvocationID(ctx: StepContext): string {
+  let id = '';
+  while (id.length < 24)
+    id += Math.floor(ctx.random() * 0x1_0000_0000)
+      .toString(16)
+      .padStart(8, '0');
+  return id.slice(0, 24);
 }
 
 function problemsOf(step: AgentStep): StepProblem[] {
@@ -131,7 +155,10 @@ interface ModelReply {
   toolCalls: ToolCall[];
 }
 
-/** One model call, its text streamed to the client as completion traces; its tokens credited. */
+/**
+ * One model call, its text streamed to the client as completion traces; its tokens credited. Its
+ * span (`chat {model}`, GenAI conventions) is the instrumented provider's, one per call.
+ */
 async function callModel(
   step: AgentStep,
   ctx: StepContext,
@@ -140,55 +167,38 @@ async function callModel(
 ): Promise<ModelReply> {
   const llm = ctx.services.llm!;
   const model = step.model ?? llm.info.defaultModel;
-  return traceChat(
-    {
-      provider: llm.info.provider,
-      model,
-      conversationId: ctx.services.turn?.sessionId,
+  let answer: CompletionStream | null = null;
+  try {
+    for await (const event of llm.stream({
+      messages,
+      model: step.model,
       temperature: step.temperature,
       maxTokens: step.maxTokens,
-    },
-    async (span) => {
-      let answer: CompletionStream | null = null;
-      try {
-        for await (const event of llm.stream({
-          messages,
-          model: step.model,
-          temperature: step.temperature,
-          maxTokens: step.maxTokens,
-          tools: tools?.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
-          signal: ctx.signal,
-        })) {
-          if (event.type === 'delta') {
-            answer ??= ctx.completion({ model });
-            answer.content(event.text);
-            continue;
-          }
-          const { accounting, toolCalls, text, finishReason } = event.result;
-          answer?.end({
-            query: accounting.inputTokens,
-            answer: accounting.outputTokens,
-            total: accounting.inputTokens + accounting.outputTokens,
-          });
-          span.set({
-            'gen_ai.response.model': accounting.model,
-            'gen_ai.usage.input_tokens': accounting.inputTokens,
-            'gen_ai.usage.output_tokens': accounting.outputTokens,
-            'gen_ai.response.finish_reasons': [finishReason],
-          });
-          await ctx.services.recordCredit?.(
-            { model: accounting.model, inputTokens: accounting.inputTokens, outputTokens: accounting.outputTokens },
-            { stepId: step.id, flowId: ctx.flowId },
-          );
-          return { text, toolCalls };
-        }
-        throw new Error('the model stream ended without a result');
-      } catch (err) {
-        answer?.end();
-        throw err;
+      tools: tools?.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
+      signal: ctx.signal,
+    })) {
+      if (event.type === 'delta') {
+        answer ??= ctx.completion({ model });
+        answer.content(event.text);
+        continue;
       }
-    },
-  );
+      const { accounting, toolCalls, text } = event.result;
+      answer?.end({
+        query: accounting.inputTokens,
+        answer: accounting.outputTokens,
+        total: accounting.inputTokens + accounting.outputTokens,
+      });
+      await ctx.services.recordCredit?.(
+        { model: accounting.model, inputTokens: accounting.inputTokens, outputTokens: accounting.outputTokens },
+        { stepId: step.id, flowId: ctx.flowId },
+      );
+      return { text, toolCalls };
+    }
+    throw new Error('the model stream ended without a result');
+  } catch (err) {
+    answer?.end();
+    throw err;
+  }
 }
 
 /** Runs one tool call: arguments checked first; any failure is the model's to read. */
@@ -250,7 +260,15 @@ export const agentStep = defineStepType<AgentStep>({
     ];
   },
   async run(step, ctx) {
-    const memory: AgentMemory = { history: [], turns: 0 };
+    const memory: AgentMemory = { history: [], turns: 0, invocationID: newInvocationID(ctx), enteredAt: ctx.now() };
+    ctx.recordAgentStep({
+      event: 'entered',
+      name: step.name ?? step.id,
+      success: true,
+      turns: 0,
+      invocationID: memory.invocationID,
+      enteredAt: memory.enteredAt,
+    });
     if (step.greeting) {
       const greeting = ctx.interpolate(step.greeting);
       ctx.emit('text', { message: greeting });
