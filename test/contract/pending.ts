@@ -1,0 +1,37 @@
+/**
+ * Documented routes that the contract suite does not drive, each with its reason. The coverage test
+ * (coverage.test.ts) fails for a documented route that is neither driven by a contract test, nor
+ * proven by the test named in `exercisedElsewhere`, nor listed in `notYetImplemented`.
+ */
+
+const kbInFlight = 'being added by another helper of issue 14 (h14-kb); the integrator adds its contract checks after merge';
+const tagsInFlight =
+  'the v3alpha tag routes are being added by another helper of issue 14; the integrator adds their contract checks after merge';
+
+/** Documented (method, path) that Parley does not serve yet, with the reason. */
+export const notYetImplemented: Record<string, string> = {
+  'POST /v1/knowledge-base/docs/upload/url': kbInFlight,
+  'PUT /v1/knowledge-base/docs/{documentID}/upload/url': kbInFlight,
+  'PATCH /v1/knowledge-base/docs/{documentID}/chunk/{chunkID}': kbInFlight,
+  'POST /v3alpha/knowledge-base/tags': tagsInFlight,
+  'GET /v3alpha/knowledge-base/tags': tagsInFlight,
+  'GET /v3alpha/knowledge-base/tags/{tagID}': tagsInFlight,
+  'DELETE /v3alpha/knowledge-base/tags/{tagID}': tagsInFlight,
+  'PATCH /v3alpha/knowledge-base/tags/{tagID}': tagsInFlight,
+  'POST /v3alpha/knowledge-base/docs/{documentID}/tags/attach': tagsInFlight,
+  'POST /v3alpha/knowledge-base/docs/{documentID}/tags/detach': tagsInFlight,
+  'POST /v2/project/{projectID}/session/{sessionID}/event':
+    'the session event route (voice-call events) is neither in SPEC.md nor among the routes issue 14 asks for; Parley has no telephony sessions to send it to',
+};
+
+/**
+ * Documented routes whose responses another test validates against a copy of the same document with
+ * its corrections (test/fixtures/dialog-manager-api.schemas.json): the file must name the route.
+ */
+export const exercisedElsewhere: Record<string, string> = {
+  'POST /state/user/{userID}/interact': 'test/rest/dialog-manager.test.ts',
+  'GET /state/user/{userID}': 'test/rest/dialog-manager.test.ts',
+  'PUT /state/user/{userID}': 'test/rest/dialog-manager.test.ts',
+  'DELETE /state/user/{userID}': 'test/rest/dialog-manager.test.ts',
+  'PATCH /state/user/{userID}/variables': 'test/rest/dialog-manager.test.ts',
+};
