@@ -69,6 +69,31 @@ const corrections: Correction[] = [
   },
 ];
 
+/**
+ * OpenAPI 3.0's dialect as JSON Schema (several documents use it, even under `openapi: 3.1.0`):
+ * `nullable: true` admits null; boolean `exclusiveMinimum`/`exclusiveMaximum` qualify `minimum`/`maximum`.
+ */
+function toJsonSchema(node: Json): void {
+  walk(node, (o) => {
+    if (o.nullable === true) {
+      if (typeof o.type === 'string') o.type = [o.type, 'null'];
+      else if (Array.isArray(o.type) && !o.type.includes('null')) o.type = [...o.type, 'null'];
+      if (Array.isArray(o.enum) && !o.enum.includes(null)) o.enum = [...o.enum, null];
+    }
+    if (o.nullable !== undefined) delete o.nullable;
+    for (const [exclusive, bound] of [
+      ['exclusiveMinimum', 'minimum'],
+      ['exclusiveMaximum', 'maximum'],
+    ] as const) {
+      if (typeof o[exclusive] !== 'boolean') continue;
+      if (o[exclusive] === true && typeof o[bound] === 'number') {
+        o[exclusive] = o[bound];
+        delete o[bound];
+      } else delete o[exclusive];
+    }
+  });
+}
+
 function resolvePointer(document: JsonObject, ref: string): Json {
   if (!ref.startsWith('#/')) throw new Error(`external $ref ${ref} is not supported`);
   let node: Json = document;
@@ -119,6 +144,7 @@ export function extract(name: string, document: JsonObject): ContractFixture {
         const content = (response.content ?? {}) as Record<string, JsonObject>;
         const contentType = Object.keys(content).find((t) => t.includes('json')) ?? Object.keys(content)[0] ?? null;
         const schema = contentType ? ((content[contentType]?.schema ?? null) as Json) : null;
+        if (schema !== null) toJsonSchema(schema);
         statuses[status] = { description: String(response.description ?? ''), contentType, schema };
       }
       for (const c of corrections) {
@@ -136,7 +162,7 @@ export function extract(name: string, document: JsonObject): ContractFixture {
     }
   }
   return {
-    source: `voiceflow-docs reference/${name} (the original service's OpenAPI document, copied from ../shared/reference/voiceflow-openapi/ by scripts/extract-contract-schemas.ts); examples stripped, $refs inlined.`,
+    source: `voiceflow-docs reference/${name} (the original service's OpenAPI document, copied from ../shared/reference/voiceflow-openapi/ by scripts/extract-contract-schemas.ts); examples stripped, $refs inlined, OpenAPI 3.0's nullable and boolean exclusiveMinimum/exclusiveMaximum written as JSON Schema.`,
     corrections: applied,
     routes,
   };

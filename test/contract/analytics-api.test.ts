@@ -299,21 +299,99 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
 
   it('the v1 usage query: every documented query name; 400 for a bad body, 401 for a foreign project or no key', async () => {
     const USAGE = 'POST /v1/query/usage';
-    const now = new Date();
-    const hour = new Date(Math.floor(now.getTime() / 3_600_000) * 3_600_000 - 3_600_000);
-    await seedUsage(hour);
-    const filter = { projectID: p.projectID, startTime: new Date(hour.getTime() - 86_400_000).toISOString(), platform: 'webchat' };
-    const names = ['interactions', 'sessions', 'top_intents', 'top_slots', 'understood_messages', 'unique_users', 'token_usage'];
+    // A fresh project: the tests above recorded usage (transcripts, the judge's tokens) in theirs.
+    p = await adminProject(app);
+    const hour = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3_600_000);
+    const at = (minutes: number) => new Date(hour.getTime() + minutes * 60_000).toISOString();
+    const event = (e: Record<string, unknown>, minutes = 5) => ({
+      projectID: p.projectID,
+      environment: 'production',
+      timestamp: at(minutes),
+      ...e,
+    });
+    const ingested = await app.http('POST', '/v1/usage/events', {
+      key: app.operatorToken,
+      body: {
+        events: [
+          event({ kind: 'interaction', type: 'launch', userID: 'u1' }),
+          event({ kind: 'interaction', type: 'text', userID: 'u1' }),
+          event({ kind: 'interaction', type: 'text', userID: 'u2' }, 40),
+          event({ kind: 'transcript' }),
+          event({ kind: 'transcript' }, 40),
+          event({ kind: 'intent', name: 'order' }),
+          event({ kind: 'intent', name: 'order' }),
+          event({ kind: 'intent', name: 'order' }, 40),
+          event({ kind: 'intent', name: 'refund' }),
+          event({ kind: 'credit', type: 'llm-input', model: 'gpt-4o-mini', tokens: 100 }),
+          event({ kind: 'credit', type: 'llm-output', model: 'gpt-4o-mini', tokens: 50 }),
+          event({ kind: 'credit', type: 'llm-input', model: 'llama3', tokens: 30 }, 40),
+          // Before the range asked for: not counted.
+          event({ kind: 'interaction', type: 'text', userID: 'u3' }, -300),
+        ],
+      },
+    });
+    expect(ingested.status, ingested.text).toBe(201);
+    // The original's v1 filter: a platform member (accepted and ignored), one project ID or a list.
+    const filter = { projectID: p.projectID, startTime: hour.toISOString(), platform: { not: 'voice' } };
+    const names = ['interactions', 'sessions', 'top_intents', 'unique_users', 'token_usage'];
     const res = conforms(
       USAGE,
       await call('POST', '/v1/query/usage', { body: { query: names.map((name) => ({ name, filter })) } }),
       200,
     );
-    expect(res.result).toHaveLength(names.length);
-    conforms(USAGE, await call('POST', '/v1/query/usage', { body: { query: [] } }), 400);
-    conforms(USAGE, await call('POST', '/v1/query/usage', { body: { query: [{ name: 'calls', filter }] } }), 400);
+    expect(res.result).toEqual([
+      { count: 3 },
+      { count: 2 },
+      { intents: [{ name: 'order', count: 3 }, { name: 'refund', count: 1 }] },
+      { count: 2 },
+      { tokens: [{ model: 'gpt-4o-mini', count: 150 }, { model: 'llama3', count: 30 }] },
+    ]);
+    const paged = conforms(
+      USAGE,
+      await call('POST', '/v1/query/usage', {
+        body: { query: [{ name: 'top_intents', filter: { projectID: [p.projectID], limit: 1, offset: 1 } }] },
+      }),
+      200,
+    );
+    expect(paged.result).toEqual([{ intents: [{ name: 'refund', count: 1 }] }]);
+    const before = conforms(
+      USAGE,
+      await call('POST', '/v1/query/usage', {
+        body: { query: [{ name: 'interactions', filter: { projectID: p.projectID, endTime: hour.toISOString() } }] },
+      }),
+      200,
+    );
+    expect(before.result).toEqual([{ count: 1 }]);
+
+    const bad = async (body: unknown, path: string) => {
+      const answer = conforms(USAGE, await call('POST', '/v1/query/usage', { body }), 400);
+      expect(answer.details.map((d: { path: string }) => d.path)).toContain(path);
+      return answer;
+    };
+    await bad({ query: [] }, 'query');
+    await bad({}, 'query');
+    await bad({ query: [{ name: 'calls', filter }] }, 'query.0.name');
+    const slots = await bad({ query: [{ name: 'sessions', filter }, { name: 'top_slots', filter }] }, 'query.1.name');
+    expect(slots.details[0].message).toMatch(/slot/);
+    await bad({ query: [{ name: 'understood_messages', filter }] }, 'query.0.name');
+    await bad({ query: [{ name: 'sessions', filter: { startTime: hour.toISOString() } }] }, 'query.0.filter.projectID');
+    await bad({ query: [{ name: 'sessions', filter: { projectID: [] } }] }, 'query.0.filter.projectID');
+    await bad({ query: [{ name: 'sessions', filter: { ...filter, startTime: '2026-01-01T00:00:00' } }] }, 'query.0.filter.startTime');
+    await bad({ query: [{ name: 'top_intents', filter: { ...filter, limit: 0 } }] }, 'query.0.filter.limit');
+    await bad({ query: [{ name: 'top_intents', filter: { ...filter, offset: -1 } }] }, 'query.0.filter.offset');
+
+    // A project the key does not reach, alone or in a list, and a missing key: 401 (SPEC.md "Errors").
     conforms(USAGE, await call('POST', '/v1/query/usage', { key: other.apiKey, body: { query: [{ name: 'sessions', filter }] } }), 401);
-    conforms(USAGE, await call('POST', '/v1/query/usage', { key: null, body: { query: [] } }), 401);
+    conforms(
+      USAGE,
+      await call('POST', '/v1/query/usage', {
+        body: { query: [{ name: 'sessions', filter: { projectID: [p.projectID, other.projectID] } }] },
+      }),
+      401,
+    );
+    conforms(USAGE, await call('POST', '/v1/query/usage', { body: { query: [{ name: 'sessions', filter: { projectID: unknownId } }] } }), 401);
+    const anonymous = conforms(USAGE, await call('POST', '/v1/query/usage', { key: null, body: { query: [] } }), 401);
+    expect(anonymous.details).toBeUndefined();
   });
 });
 
