@@ -242,12 +242,20 @@ export function uncovered(document: string, pending: Record<string, string> = {}
   );
 }
 
-/** The documented statuses of `document` that no check of this file reached (error statuses included). */
-export function uncoveredStatuses(document: string, pending: Record<string, string> = {}): string[] {
+/**
+ * The documented statuses of `document` that no check of this file reached (error statuses included),
+ * minus the routes in `pending` and the statuses in `unanswered` (`METHOD /path status`).
+ */
+export function uncoveredStatuses(
+  document: string,
+  pending: Record<string, string> = {},
+  unanswered: Record<string, string> = {},
+): string[] {
   const out: string[] = [];
   for (const [route, statuses] of Object.entries(documents[document]?.routes ?? {})) {
     if (pending[route]) continue;
     for (const status of Object.keys(statuses)) {
+      if (unanswered[`${route} ${status}`]) continue;
       if (!exercised.has(`${document} ${route} ${status}`)) out.push(`${route} ${status}`);
     }
   }
