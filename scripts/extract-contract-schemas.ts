@@ -67,6 +67,20 @@ const corrections: Correction[] = [
       });
     },
   },
+  {
+    document: 'analytics-api-usage-v2.json',
+    route: 'POST /v2/query/usage',
+    status: '200',
+    reason:
+      'result: oneOf -> anyOf. The unique_users alternative ({items: [{period, projectID, environmentID, count}]}) is a subset of every other items alternative, so with oneOf no items result can ever validate; the result is the union the document means.',
+    apply(schema) {
+      const result = (schema.properties as JsonObject | undefined)?.result as JsonObject | undefined;
+      if (result && Array.isArray(result.oneOf)) {
+        result.anyOf = result.oneOf;
+        delete result.oneOf;
+      }
+    },
+  },
 ];
 
 /**
@@ -155,7 +169,8 @@ export function extract(name: string, document: JsonObject): ContractFixture {
         }
         const before = JSON.stringify(target);
         c.apply(target);
-        if (JSON.stringify(target) === before) throw new Error(`correction of ${name} ${key} ${c.status} changed nothing`);
+        if (JSON.stringify(target) === before)
+          throw new Error(`correction of ${name} ${key} ${c.status} changed nothing`);
         applied.push(`${key} ${c.status}: ${c.reason}`);
       }
       routes[key] = statuses;
@@ -181,7 +196,9 @@ function main() {
   }
   mkdirSync(outDir, { recursive: true });
   let stale = 0;
-  for (const file of readdirSync(folder).filter((f) => f.endsWith('.json')).sort()) {
+  for (const file of readdirSync(folder)
+    .filter((f) => f.endsWith('.json'))
+    .sort()) {
     const document = JSON.parse(readFileSync(join(folder, file), 'utf8')) as JsonObject;
     const fixture = extract(file, document);
     const text = `${JSON.stringify(fixture, null, 2)}\n`;

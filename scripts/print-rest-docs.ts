@@ -25,7 +25,7 @@ const lines = [
     return `| ${r.method} | \`${path}\` | ${success} | ${r.summary.replace(/\|/g, '\\|')} |`;
   }),
   '',
-  '## Where Parley differs from the original\'s documents',
+  "## Where Parley differs from the original's documents",
   '',
   "Where a route is also in the original service's published OpenAPI documents, its statuses, members and",
   'types follow the document; the contract suite (`test/contract/`) checks every response against it. These',

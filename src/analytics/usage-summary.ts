@@ -41,7 +41,8 @@ export async function usageSummary(db: Db, q: UsageSummaryQuery): Promise<UsageS
     case 'unique_users': {
       // A session is a conversation, and Parley keeps one transcript per conversation session
       // (DECISIONS.md §5): sessions are the transcripts created in the range.
-      const metric = q.name === 'interactions' ? 'interactions' : q.name === 'sessions' ? 'transcripts' : 'unique_users';
+      const metric =
+        q.name === 'interactions' ? 'interactions' : q.name === 'sessions' ? 'transcripts' : 'unique_users';
       let count = 0;
       for (const range of ranges) count += (await usageTotals(db, range))[metric].count;
       return { ...empty, name: q.name, count };

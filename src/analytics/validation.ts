@@ -3,7 +3,6 @@ import { idSchema } from '../admin/validation';
 import { parseTimestamp, timestampProblemMessage } from '../lib/time';
 import { storableText, type UsageEvent, usageLimits } from './events';
 import { granularities, isTimeZone } from './time-buckets';
-import { type UsageSummaryName, usageSummaryNames } from './usage-summary';
 import {
   creditTypes,
   type UsageEventKind,
@@ -11,6 +10,7 @@ import {
   usageEventKinds,
   usageQueryNames,
 } from './usage-metrics';
+import { type UsageSummaryName, usageSummaryNames } from './usage-summary';
 
 /**
  * The rules of SPEC.md "Usage" as zod schemas, shared by the REST routes (which check bodies
@@ -357,12 +357,15 @@ const summaryFilterSchema = z.preprocess(
 
 /** One query of the v1 body, and the arguments of one GraphQL `usageSummary` query. */
 export const usageSummaryQuerySchema = z.object({
-  name: z.string().superRefine((name, ctx) => {
-    if (unrecordedSummaries[name]) ctx.addIssue({ code: 'custom', message: unrecordedSummaries[name] });
-    else if (!(usageSummaryNames as readonly string[]).includes(name)) {
-      ctx.addIssue({ code: 'custom', message: oneOf([...usageSummaryNames, ...Object.keys(unrecordedSummaries)]) });
-    }
-  }).transform((name) => name as UsageSummaryName),
+  name: z
+    .string()
+    .superRefine((name, ctx) => {
+      if (unrecordedSummaries[name]) ctx.addIssue({ code: 'custom', message: unrecordedSummaries[name] });
+      else if (!(usageSummaryNames as readonly string[]).includes(name)) {
+        ctx.addIssue({ code: 'custom', message: oneOf([...usageSummaryNames, ...Object.keys(unrecordedSummaries)]) });
+      }
+    })
+    .transform((name) => name as UsageSummaryName),
   filter: summaryFilterSchema,
 });
 
@@ -401,6 +404,8 @@ export const usageSummaryBodySchema = z
   .transform((body) => ({
     queries: (body.query as { name: string; filter: Record<string, unknown> }[]).map((q) => ({
       name: q.name,
-      filter: Object.fromEntries(summaryFilterMembers.filter((k) => k in q.filter && q.filter[k] !== null).map((k) => [k, q.filter[k]])),
+      filter: Object.fromEntries(
+        summaryFilterMembers.filter((k) => k in q.filter && q.filter[k] !== null).map((k) => [k, q.filter[k]]),
+      ),
     })),
   }));

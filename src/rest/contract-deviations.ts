@@ -18,9 +18,31 @@ export interface ContractDeviation {
 const anyModel =
   "Parley's models are whatever the operator configures (DECISIONS.md §8: an OpenAI-compatible provider, hosted or local such as Ollama or vLLM), so an evaluation's `settings.model` is any model name, not one of the original's hosted models";
 
+const moreFileTypes =
+  'Parley parses more file types than the original (DECISIONS.md §7: .txt, .md, .html, .pdf, .docx, .csv, .json, and tables), so a source type may also be markdown, html, csv, json or table';
+
 export const contractDeviations: ContractDeviation[] = [
-  { route: 'POST /v1/transcript-evaluation', status: 201, at: 'evaluation.settings.model', keyword: 'enum', reason: anyModel },
-  { route: 'GET /v1/transcript-evaluation/{evaluationID}', status: 200, at: 'evaluation.settings.model', keyword: 'enum', reason: anyModel },
+  {
+    route: 'POST /knowledge-base/query',
+    status: 200,
+    at: 'chunks.[].source.type',
+    keyword: 'enum',
+    reason: moreFileTypes,
+  },
+  {
+    route: 'POST /v1/transcript-evaluation',
+    status: 201,
+    at: 'evaluation.settings.model',
+    keyword: 'enum',
+    reason: anyModel,
+  },
+  {
+    route: 'GET /v1/transcript-evaluation/{evaluationID}',
+    status: 200,
+    at: 'evaluation.settings.model',
+    keyword: 'enum',
+    reason: anyModel,
+  },
   {
     route: 'GET /v1/transcript-evaluation/project/{projectID}',
     status: 200,

@@ -429,7 +429,11 @@ const usageRoutes: RestRoute[] = [
     variables: ({ body }) => ({ queries: body.queries }),
     result: (data) => ({
       result: data.usageSummary.map((s: { name: string; count: number; intents: unknown; tokens: unknown }) =>
-        s.name === 'top_intents' ? { intents: s.intents } : s.name === 'token_usage' ? { tokens: s.tokens } : { count: s.count },
+        s.name === 'top_intents'
+          ? { intents: s.intents }
+          : s.name === 'token_usage'
+            ? { tokens: s.tokens }
+            : { count: s.count },
       ),
     }),
     status: 200,

@@ -25,7 +25,9 @@ const names = [
 describeEachDatabase(`${DOCUMENT} contract`, (provider) => {
   const t = useTestApp(provider);
 
-  it('answers every query name in the documented shape; 400, and 401 for a foreign project, environment or no key', async () => {
+  it('answers every query name in the documented shape; 400, and 401 for a foreign project, environment or no key', {
+    timeout: 180_000,
+  }, async () => {
     const p = await adminProject(t.app);
     const other = await adminProject(t.app);
     const hour = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3_600_000).toISOString();
@@ -47,8 +49,8 @@ describeEachDatabase(`${DOCUMENT} contract`, (provider) => {
       },
     });
     expect(ingested.status, ingested.text).toBe(201);
-    const query = (name: string, filter: Record<string, unknown>, key: string | undefined = p.apiKey) =>
-      t.app.http('POST', '/v2/query/usage', { key, body: { data: { name, filter } } });
+    const query = (name: string, filter: Record<string, unknown>, key: string | null = p.apiKey) =>
+      t.app.http('POST', '/v2/query/usage', { key: key ?? undefined, body: { data: { name, filter } } });
     for (const name of names) {
       const res = conforms(USAGE, await query(name, { projectID: p.projectID, platform: 'webchat' }), 200);
       if (name === 'top_intents') expect(res.result.intents).toEqual([{ name: 'order', count: 1 }]);
@@ -66,7 +68,7 @@ describeEachDatabase(`${DOCUMENT} contract`, (provider) => {
       await query('interactions', { projectID: p.projectID, projectEnvironmentIDOrAlias: other.environments[0]!.id }),
       401,
     );
-    const anonymous = conforms(USAGE, await query('calls', { limit: 'x' }, undefined), 401);
+    const anonymous = conforms(USAGE, await query('calls', { limit: 'x' }, null), 401);
     expect(anonymous.details).toBeUndefined();
   });
 });

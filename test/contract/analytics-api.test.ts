@@ -47,10 +47,18 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
     await fake?.close();
   });
 
-  const call = (method: string, path: string, opts: { key?: string | null; body?: unknown; query?: Record<string, string> } = {}) =>
-    app.http(method, path, { key: opts.key === null ? undefined : (opts.key ?? p.apiKey), body: opts.body, query: opts.query });
+  const call = (
+    method: string,
+    path: string,
+    opts: { key?: string | null; body?: unknown; query?: Record<string, string> } = {},
+  ) =>
+    app.http(method, path, {
+      key: opts.key === null ? undefined : (opts.key ?? p.apiKey),
+      body: opts.body,
+      query: opts.query,
+    });
 
-  it('transcript properties: create, list, get, update, delete; 400, 401, 404, 409', async () => {
+  it('transcript properties: create, list, get, update, delete; 400, 401, 404, 409', { timeout: 180_000 }, async () => {
     const CREATE = 'POST /v1/transcript-property';
     const created = conforms(
       CREATE,
@@ -63,9 +71,17 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
       await call('POST', '/v1/transcript-property', { body: { projectID: p.projectID, name: 'plan', type: 'string' } }),
       409,
     );
-    conforms(CREATE, await call('POST', '/v1/transcript-property', { body: { projectID: p.projectID, name: 'x', type: 'date' } }), 400);
+    conforms(
+      CREATE,
+      await call('POST', '/v1/transcript-property', { body: { projectID: p.projectID, name: 'x', type: 'date' } }),
+      400,
+    );
     // Authentication before validation: no key and a malformed body learn nothing about the body rules.
-    const anonymous = conforms(CREATE, await call('POST', '/v1/transcript-property', { key: null, body: { bad: 1 } }), 401);
+    const anonymous = conforms(
+      CREATE,
+      await call('POST', '/v1/transcript-property', { key: null, body: { bad: 1 } }),
+      401,
+    );
     expect(anonymous.details).toBeUndefined();
 
     const LIST = 'GET /v1/transcript-property/project/{projectID}';
@@ -89,7 +105,11 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
       await call('POST', '/v1/transcript-property', { body: { projectID: p.projectID, name: 'plan', type: 'number' } }),
       201,
     );
-    conforms(PATCH, await call('PATCH', `/v1/transcript-property/${second.property.id}`, { body: { name: 'tier' } }), 409);
+    conforms(
+      PATCH,
+      await call('PATCH', `/v1/transcript-property/${second.property.id}`, { body: { name: 'tier' } }),
+      409,
+    );
 
     const DELETE = 'DELETE /v1/transcript-property/{propertyID}';
     conforms(DELETE, await call('DELETE', `/v1/transcript-property/${second.property.id}`), 204);
@@ -97,7 +117,7 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
     conforms(DELETE, await call('DELETE', `/v1/transcript-property/${id}`, { key: null }), 401);
   });
 
-  it('property values: set, list, delete; 400, 401, 404', async () => {
+  it('property values: set, list, delete; 400, 401, 404', { timeout: 180_000 }, async () => {
     const property = (
       await call('POST', '/v1/transcript-property', { body: { projectID: p.projectID, name: 'score', type: 'number' } })
     ).body.property.id as string;
@@ -114,18 +134,24 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
     expect(set.propertyValue.value).toBe('42');
     conforms(
       SET,
-      await call('POST', '/v1/transcript-property-value', { body: { propertyID: property, transcriptID: transcript, value: 'many' } }),
+      await call('POST', '/v1/transcript-property-value', {
+        body: { propertyID: property, transcriptID: transcript, value: 'many' },
+      }),
       400,
     );
     conforms(
       SET,
-      await call('POST', '/v1/transcript-property-value', { body: { propertyID: property, transcriptID: unknownId, value: '1' } }),
+      await call('POST', '/v1/transcript-property-value', {
+        body: { propertyID: property, transcriptID: unknownId, value: '1' },
+      }),
       404,
     );
     conforms(SET, await call('POST', '/v1/transcript-property-value', { key: null, body: {} }), 401);
 
     const LIST = 'GET /v1/transcript-property-value/transcript/{transcriptID}';
-    expect(conforms(LIST, await call('GET', `/v1/transcript-property-value/transcript/${transcript}`), 200).propertyValues).toHaveLength(1);
+    expect(
+      conforms(LIST, await call('GET', `/v1/transcript-property-value/transcript/${transcript}`), 200).propertyValues,
+    ).toHaveLength(1);
     conforms(LIST, await call('GET', `/v1/transcript-property-value/transcript/${unknownId}`), 404);
     conforms(LIST, await call('GET', `/v1/transcript-property-value/transcript/${transcript}`, { key: null }), 401);
 
@@ -136,7 +162,9 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
     conforms(DELETE, await call('DELETE', path, { key: null }), 401);
   });
 
-  it('evaluations: create, get, list, update, run now, queue (429 when full), estimate, delete', async () => {
+  it('evaluations: create, get, list, update, run now, queue (429 when full), estimate, delete', {
+    timeout: 180_000,
+  }, async () => {
     const CREATE = 'POST /v1/transcript-evaluation';
     const body = {
       projectID: p.projectID,
@@ -148,7 +176,8 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
       falsePrompt: 'not solved',
       settings: { model: JUDGE },
     };
-    const resolved = conforms(CREATE, await call('POST', '/v1/transcript-evaluation', { body }), 201).evaluation.id as string;
+    const resolved = conforms(CREATE, await call('POST', '/v1/transcript-evaluation', { body }), 201).evaluation
+      .id as string;
     const polite = conforms(
       CREATE,
       await call('POST', '/v1/transcript-evaluation', {
@@ -173,7 +202,11 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
       201,
     ).evaluation.id as string;
     conforms(CREATE, await call('POST', '/v1/transcript-evaluation', { body }), 409);
-    conforms(CREATE, await call('POST', '/v1/transcript-evaluation', { body: { ...body, name: 'n', type: 'date' } }), 400);
+    conforms(
+      CREATE,
+      await call('POST', '/v1/transcript-evaluation', { body: { ...body, name: 'n', type: 'date' } }),
+      400,
+    );
     conforms(CREATE, await call('POST', '/v1/transcript-evaluation', { key: null, body: { nope: true } }), 401);
     conforms(
       CREATE,
@@ -182,19 +215,27 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
     );
 
     const GET = 'GET /v1/transcript-evaluation/{evaluationID}';
-    expect(conforms(GET, await call('GET', `/v1/transcript-evaluation/${polite}`), 200).evaluation.maximumValue).toBe(5);
+    expect(conforms(GET, await call('GET', `/v1/transcript-evaluation/${polite}`), 200).evaluation.maximumValue).toBe(
+      5,
+    );
     conforms(GET, await call('GET', `/v1/transcript-evaluation/${resolved}`), 200);
     conforms(GET, await call('GET', `/v1/transcript-evaluation/${summary}`), 200);
     conforms(GET, await call('GET', `/v1/transcript-evaluation/${unknownId}`), 404);
     conforms(GET, await call('GET', `/v1/transcript-evaluation/${polite}`, { key: null }), 401);
 
     const LIST = 'GET /v1/transcript-evaluation/project/{projectID}';
-    expect(conforms(LIST, await call('GET', `/v1/transcript-evaluation/project/${p.projectID}`), 200).evaluations).toHaveLength(3);
+    expect(
+      conforms(LIST, await call('GET', `/v1/transcript-evaluation/project/${p.projectID}`), 200).evaluations,
+    ).toHaveLength(3);
     conforms(LIST, await call('GET', `/v1/transcript-evaluation/project/${p.projectID}`, { key: other.apiKey }), 404);
     conforms(LIST, await call('GET', `/v1/transcript-evaluation/project/${p.projectID}`, { key: null }), 401);
 
     const PATCH = 'PATCH /v1/transcript-evaluation/{evaluationID}';
-    conforms(PATCH, await call('PATCH', `/v1/transcript-evaluation/${summary}`, { body: { description: 'In a line.' } }), 204);
+    conforms(
+      PATCH,
+      await call('PATCH', `/v1/transcript-evaluation/${summary}`, { body: { description: 'In a line.' } }),
+      204,
+    );
     conforms(PATCH, await call('PATCH', `/v1/transcript-evaluation/${summary}`, { body: { name: 'Resolved' } }), 409);
     conforms(PATCH, await call('PATCH', `/v1/transcript-evaluation/${summary}`, { body: { type: 'number' } }), 400);
     conforms(PATCH, await call('PATCH', `/v1/transcript-evaluation/${unknownId}`, { body: { description: 'x' } }), 404);
@@ -206,29 +247,45 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
     fake.script(reply('{"value": true, "reason": "It ships today."}'));
     const run = conforms(
       RUN,
-      await call('POST', `/v1/transcript-evaluation/${resolved}/transcript/${transcript}`, { body: { projectID: p.projectID } }),
+      await call('POST', `/v1/transcript-evaluation/${resolved}/transcript/${transcript}`, {
+        body: { projectID: p.projectID },
+      }),
       201,
     );
     expect(run.result).toMatchObject({ value: true, evaluationID: resolved, transcriptID: transcript });
     fake.script(reply('{"value": 4, "reason": "Courteous."}'));
     conforms(
       RUN,
-      await call('POST', `/v1/transcript-evaluation/${polite}/transcript/${transcript}`, { body: { projectID: p.projectID } }),
+      await call('POST', `/v1/transcript-evaluation/${polite}/transcript/${transcript}`, {
+        body: { projectID: p.projectID },
+      }),
       201,
     );
     fake.script(reply('{"value": "Late order; ships today.", "reason": "What was said."}'));
     conforms(
       RUN,
-      await call('POST', `/v1/transcript-evaluation/${summary}/transcript/${transcript}`, { body: { projectID: p.projectID } }),
+      await call('POST', `/v1/transcript-evaluation/${summary}/transcript/${transcript}`, {
+        body: { projectID: p.projectID },
+      }),
       201,
     );
-    conforms(RUN, await call('POST', `/v1/transcript-evaluation/${resolved}/transcript/${transcript}`, { body: {} }), 400);
     conforms(
       RUN,
-      await call('POST', `/v1/transcript-evaluation/${resolved}/transcript/${unknownId}`, { body: { projectID: p.projectID } }),
+      await call('POST', `/v1/transcript-evaluation/${resolved}/transcript/${transcript}`, { body: {} }),
+      400,
+    );
+    conforms(
+      RUN,
+      await call('POST', `/v1/transcript-evaluation/${resolved}/transcript/${unknownId}`, {
+        body: { projectID: p.projectID },
+      }),
       404,
     );
-    conforms(RUN, await call('POST', `/v1/transcript-evaluation/${resolved}/transcript/${transcript}`, { key: null, body: {} }), 401);
+    conforms(
+      RUN,
+      await call('POST', `/v1/transcript-evaluation/${resolved}/transcript/${transcript}`, { key: null, body: {} }),
+      401,
+    );
 
     const QUEUE = 'POST /v1/transcript-evaluation/queue';
     const more = [await ingestTranscript(app, p), await ingestTranscript(app, p), await ingestTranscript(app, p)];
@@ -247,7 +304,10 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
       }),
       201,
     );
-    expect(queued).toMatchObject({ transcriptCount: 3, warning: { type: 'quota_exceeded', skippedTranscriptIDs: [more[2]] } });
+    expect(queued).toMatchObject({
+      transcriptCount: 3,
+      warning: { type: 'quota_exceeded', skippedTranscriptIDs: [more[2]] },
+    });
     // Nothing fits any more: 429.
     const over = conforms(
       QUEUE,
@@ -257,14 +317,28 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
       429,
     );
     expect(over.errorCode).toBeTruthy();
-    conforms(QUEUE, await call('POST', '/v1/transcript-evaluation/queue', { body: { projectID: p.projectID, evaluationIDs: [], transcriptIDs: [transcript] } }), 400);
+    conforms(
+      QUEUE,
+      await call('POST', '/v1/transcript-evaluation/queue', {
+        body: { projectID: p.projectID, evaluationIDs: [], transcriptIDs: [transcript] },
+      }),
+      400,
+    );
     conforms(QUEUE, await call('POST', '/v1/transcript-evaluation/queue', { key: null, body: {} }), 401);
 
     const ESTIMATE = 'POST /v1/transcript-evaluation/estimate';
-    const estimate = conforms(ESTIMATE, await call('POST', '/v1/transcript-evaluation/estimate', { body: { evaluationIDs: [resolved, polite] } }), 200);
+    const estimate = conforms(
+      ESTIMATE,
+      await call('POST', '/v1/transcript-evaluation/estimate', { body: { evaluationIDs: [resolved, polite] } }),
+      200,
+    );
     expect(estimate.breakdown.evaluations).toHaveLength(2);
     conforms(ESTIMATE, await call('POST', '/v1/transcript-evaluation/estimate', { body: { evaluationIDs: [] } }), 400);
-    conforms(ESTIMATE, await call('POST', '/v1/transcript-evaluation/estimate', { body: { evaluationIDs: [unknownId] } }), 404);
+    conforms(
+      ESTIMATE,
+      await call('POST', '/v1/transcript-evaluation/estimate', { body: { evaluationIDs: [unknownId] } }),
+      404,
+    );
     conforms(ESTIMATE, await call('POST', '/v1/transcript-evaluation/estimate', { key: null, body: {} }), 401);
 
     // Transcripts with evaluation results of every type.
@@ -273,16 +347,32 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
     const withResults = found.transcripts.find((x: { id: string }) => x.id === transcript);
     // Resolved was queued again (pending): only the results with a value are in the array (docs/evaluations.md).
     expect(withResults.evaluations.map((e: { id: string }) => e.id).sort()).toEqual([polite, summary].sort());
-    conforms(SEARCH, await call('POST', `/v1/transcript/project/${p.projectID}`, { body: {}, query: { encode: 'true', take: '2' } }), 200);
+    conforms(
+      SEARCH,
+      await call('POST', `/v1/transcript/project/${p.projectID}`, { body: {}, query: { encode: 'true', take: '2' } }),
+      200,
+    );
     conforms(SEARCH, await call('POST', `/v1/transcript/project/${p.projectID}`, { body: { ended: 'yes' } }), 400);
     conforms(SEARCH, await call('POST', `/v1/transcript/project/${p.projectID}`, { key: other.apiKey, body: {} }), 404);
-    conforms(SEARCH, await call('POST', `/v1/transcript/project/${p.projectID}`, { key: null, body: { ended: 'yes' } }), 401);
+    conforms(
+      SEARCH,
+      await call('POST', `/v1/transcript/project/${p.projectID}`, { key: null, body: { ended: 'yes' } }),
+      401,
+    );
 
     const GET_T = 'GET /v1/transcript/{transcriptID}';
     const got = conforms(GET_T, await call('GET', `/v1/transcript/${transcript}`), 200);
     expect(got.transcript.logs.length).toBeGreaterThan(0);
-    conforms(GET_T, await call('GET', `/v1/transcript/${transcript}`, { query: { filterConversation: 'true', encode: 'true' } }), 200);
-    conforms(GET_T, await call('GET', `/v1/transcript/${transcript}`, { query: { take: 'x', filterConversation: 'maybe' } }), 400);
+    conforms(
+      GET_T,
+      await call('GET', `/v1/transcript/${transcript}`, { query: { filterConversation: 'true', encode: 'true' } }),
+      200,
+    );
+    conforms(
+      GET_T,
+      await call('GET', `/v1/transcript/${transcript}`, { query: { take: 'x', filterConversation: 'maybe' } }),
+      400,
+    );
     conforms(GET_T, await call('GET', `/v1/transcript/${unknownId}`), 404);
     conforms(GET_T, await call('GET', `/v1/transcript/${transcript}`, { key: null }), 401);
 
@@ -297,7 +387,9 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
     conforms(DELETE_T, await call('DELETE', `/v1/transcript/${more[0]}`, { key: null }), 401);
   });
 
-  it('the v1 usage query: every documented query name; 400 for a bad body, 401 for a foreign project or no key', async () => {
+  it('the v1 usage query: every documented query name; 400 for a bad body, 401 for a foreign project or no key', {
+    timeout: 180_000,
+  }, async () => {
     const USAGE = 'POST /v1/query/usage';
     // A fresh project: the tests above recorded usage (transcripts, the judge's tokens) in theirs.
     p = await adminProject(app);
@@ -342,9 +434,19 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
     expect(res.result).toEqual([
       { count: 3 },
       { count: 2 },
-      { intents: [{ name: 'order', count: 3 }, { name: 'refund', count: 1 }] },
+      {
+        intents: [
+          { name: 'order', count: 3 },
+          { name: 'refund', count: 1 },
+        ],
+      },
       { count: 2 },
-      { tokens: [{ model: 'gpt-4o-mini', count: 150 }, { model: 'llama3', count: 30 }] },
+      {
+        tokens: [
+          { model: 'gpt-4o-mini', count: 150 },
+          { model: 'llama3', count: 30 },
+        ],
+      },
     ]);
     const paged = conforms(
       USAGE,
@@ -371,17 +473,32 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
     await bad({ query: [] }, 'query');
     await bad({}, 'query');
     await bad({ query: [{ name: 'calls', filter }] }, 'query.0.name');
-    const slots = await bad({ query: [{ name: 'sessions', filter }, { name: 'top_slots', filter }] }, 'query.1.name');
+    const slots = await bad(
+      {
+        query: [
+          { name: 'sessions', filter },
+          { name: 'top_slots', filter },
+        ],
+      },
+      'query.1.name',
+    );
     expect(slots.details[0].message).toMatch(/slot/);
     await bad({ query: [{ name: 'understood_messages', filter }] }, 'query.0.name');
     await bad({ query: [{ name: 'sessions', filter: { startTime: hour.toISOString() } }] }, 'query.0.filter.projectID');
     await bad({ query: [{ name: 'sessions', filter: { projectID: [] } }] }, 'query.0.filter.projectID');
-    await bad({ query: [{ name: 'sessions', filter: { ...filter, startTime: '2026-01-01T00:00:00' } }] }, 'query.0.filter.startTime');
+    await bad(
+      { query: [{ name: 'sessions', filter: { ...filter, startTime: '2026-01-01T00:00:00' } }] },
+      'query.0.filter.startTime',
+    );
     await bad({ query: [{ name: 'top_intents', filter: { ...filter, limit: 0 } }] }, 'query.0.filter.limit');
     await bad({ query: [{ name: 'top_intents', filter: { ...filter, offset: -1 } }] }, 'query.0.filter.offset');
 
     // A project the key does not reach, alone or in a list, and a missing key: 401 (SPEC.md "Errors").
-    conforms(USAGE, await call('POST', '/v1/query/usage', { key: other.apiKey, body: { query: [{ name: 'sessions', filter }] } }), 401);
+    conforms(
+      USAGE,
+      await call('POST', '/v1/query/usage', { key: other.apiKey, body: { query: [{ name: 'sessions', filter }] } }),
+      401,
+    );
     conforms(
       USAGE,
       await call('POST', '/v1/query/usage', {
@@ -389,7 +506,13 @@ describeEachDatabase('analytics-api.json contract', (provider) => {
       }),
       401,
     );
-    conforms(USAGE, await call('POST', '/v1/query/usage', { body: { query: [{ name: 'sessions', filter: { projectID: unknownId } }] } }), 401);
+    conforms(
+      USAGE,
+      await call('POST', '/v1/query/usage', {
+        body: { query: [{ name: 'sessions', filter: { projectID: unknownId } }] },
+      }),
+      401,
+    );
     const anonymous = conforms(USAGE, await call('POST', '/v1/query/usage', { key: null, body: { query: [] } }), 401);
     expect(anonymous.details).toBeUndefined();
   });

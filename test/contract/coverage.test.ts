@@ -34,7 +34,10 @@ describe('contract coverage', () => {
     const elsewhere = exercisedElsewhere[route];
     if (pending) {
       expect(pending.length).toBeGreaterThan(20);
-      expect(served.has(route), `${route} is served now: drive it in a contract test and remove it from notYetImplemented`).toBe(false);
+      expect(
+        served.has(route),
+        `${route} is served now: drive it in a contract test and remove it from notYetImplemented`,
+      ).toBe(false);
       return;
     }
     expect(served.has(route), `${route} is documented but not in the REST table`).toBe(true);
@@ -42,7 +45,10 @@ describe('contract coverage', () => {
       expect(readFileSync(new URL(elsewhere, repoRoot), 'utf8')).toContain(`'${route}'`);
       return;
     }
-    expect(contractSources.some((s) => s.includes(`'${route}'`)), `no contract test names '${route}'`).toBe(true);
+    expect(
+      contractSources.some((s) => s.includes(`'${route}'`)),
+      `no contract test names '${route}'`,
+    ).toBe(true);
   });
 
   it('lists no route twice and none that is not documented', () => {

@@ -3,7 +3,6 @@ import { type UsageRange, usageTimeSeries, usageTotals } from '../../analytics/a
 import { resolveEnvironmentFilter, resolveEventEnvironments } from '../../analytics/environments';
 import { queryUsage, type TopIntentsResult, type UsageItemsResult, type UsageResult } from '../../analytics/query';
 import { granularities } from '../../analytics/time-buckets';
-import { type UsageSummary, usageSummary, usageSummaryNames } from '../../analytics/usage-summary';
 import { recordUsageEvents } from '../../analytics/usage-event-writer';
 import {
   type AgentUsageItem,
@@ -17,15 +16,16 @@ import {
   usageEventKinds,
   usageQueryNames,
 } from '../../analytics/usage-metrics';
+import { type UsageSummary, usageSummary, usageSummaryNames } from '../../analytics/usage-summary';
 import {
   type IngestedUsageEvent,
   type ParsedUsageFilter,
   toRecorderEvent,
   usageEventBatchSchema,
   usageQuerySchema,
-  usageSummaryArgsSchema,
   usageRangeSchema,
   usageSeriesArgsSchema,
+  usageSummaryArgsSchema,
 } from '../../analytics/validation';
 import { AppError } from '../../lib/errors';
 import type { UsageCountersPayload } from '../../lib/pubsub';
@@ -250,11 +250,13 @@ const UsageSummaryNameEnum = builder.enumType('UsageSummaryName', {
 });
 
 const UsageSummaryFilterInput = builder.inputType('UsageSummaryFilterInput', {
-  description: 'A range of one or more projects (all their environments). Timestamps are ISO 8601 with a zone designator.',
+  description:
+    'A range of one or more projects (all their environments). Timestamps are ISO 8601 with a zone designator.',
   fields: (t) => ({
     projectID: t.stringList({
       required: true,
-      description: 'Project IDs (a single string is a list of one), at most 20; every one must be reachable by the key.',
+      description:
+        'Project IDs (a single string is a list of one), at most 20; every one must be reachable by the key.',
     }),
     startTime: t.string({ description: 'Usage in hours starting at or after this instant.' }),
     endTime: t.string({ description: 'Usage in hours starting before this instant.' }),
@@ -284,7 +286,8 @@ const UsageSummaryType = builder.objectRef<UsageSummary>('UsageSummary').impleme
     count: t.expose('count', {
       type: 'SafeInt',
       nullable: true,
-      description: 'interactions: turns; sessions: conversation sessions (transcripts created); unique_users: distinct user IDs per project.',
+      description:
+        'interactions: turns; sessions: conversation sessions (transcripts created); unique_users: distinct user IDs per project.',
     }),
     intents: t.expose('intents', { type: [TopIntentType], nullable: true, description: 'top_intents.' }),
     tokens: t.expose('tokens', {
@@ -423,10 +426,7 @@ builder.queryFields((t) => ({
     description:
       "The original's v1 usage query (POST /v1/query/usage runs this field): one answer per query, in order, over all environments of the projects named.",
     authScopes: { scope: 'analytics:read' },
-    args: t.validate(
-      { queries: t.arg({ type: [UsageSummaryQueryInput], required: true }) },
-      usageSummaryArgsSchema,
-    ),
+    args: t.validate({ queries: t.arg({ type: [UsageSummaryQueryInput], required: true }) }, usageSummaryArgsSchema),
     resolve: async (_root, { queries }, ctx) => {
       const answers: UsageSummary[] = [];
       for (const q of queries) {
