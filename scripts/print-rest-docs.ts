@@ -39,7 +39,10 @@ const lines = [
   '',
   'Error statuses a document does not list for a route (401 without a key, 404 for an unknown ID, 400 for a',
   'body that breaks a rule, 409 for a duplicate name) answer with the error body of DECISIONS.md §3; the',
-  'suite allows them per route, with the reason, in `test/contract/harness.ts`.',
+  'suite allows them per route, with the reason, in `test/contract/harness.ts`. The schemas it validates',
+  'against are copied from the documents into `test/fixtures/contract/` by `npm run contract:schemas`',
+  '(`scripts/extract-contract-schemas.ts`, which lists its few corrections of the documents in each fixture);',
+  'documented routes not served yet, and known mismatches, are listed with reasons in `test/contract/pending.ts`.',
   '',
 ];
 const text = lines.join('\n');
