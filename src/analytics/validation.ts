@@ -10,6 +10,7 @@ import {
   usageEventKinds,
   usageQueryNames,
 } from './usage-metrics';
+import { type UsageSummaryName, usageSummaryNames } from './usage-summary';
 
 /**
  * The rules of SPEC.md "Usage" as zod schemas, shared by the REST routes (which check bodies
@@ -314,3 +315,97 @@ export function toRecorderEvent(e: IngestedUsageEvent, environmentId: string): U
       return { ...common, kind: e.kind, name: e.name };
   }
 }
+
+// ── The v1 usage query (POST /v1/query/usage, GraphQL usageSummary) ─────────────────────────────
+
+/** Named by the original's v1 query but not recorded by Parley: refused, never answered with zeros. */
+const unrecordedSummaries: Record<string, string> = {
+  top_slots: "is not available: Parley's runtime records no slot fills (use top_intents)",
+  understood_messages: "is not available: Parley's runtime does not record which messages it did not understand",
+};
+
+export const usageSummaryLimits = { queries: 20, projects: 20, defaultLimit: 10, maxLimit: 500 } as const;
+
+const summaryProjectsSchema = z
+  .union(
+    [
+      projectIdSchema,
+      z
+        .array(projectIdSchema)
+        .min(1)
+        .max(usageSummaryLimits.projects, `must have at most ${usageSummaryLimits.projects} projects`),
+    ],
+    {
+      error: (issue) =>
+        issue.code === 'invalid_union' ? 'must be a project ID or a non-empty array of project IDs' : undefined,
+    },
+  )
+  .transform((value) => [...new Set(typeof value === 'string' ? [value] : value)]);
+
+const summaryFilterSchema = z.preprocess(
+  dropNulls,
+  z
+    .object({
+      projectID: summaryProjectsSchema,
+      startTime: usageTimestampSchema.optional(),
+      endTime: usageTimestampSchema.optional(),
+      limit: z.number().int().min(1).max(usageSummaryLimits.maxLimit).default(usageSummaryLimits.defaultLimit),
+      offset: z.number().int().min(0).default(0),
+    })
+    .superRefine(checkRangeOrder),
+);
+
+/** One query of the v1 body, and the arguments of one GraphQL `usageSummary` query. */
+export const usageSummaryQuerySchema = z.object({
+  name: z
+    .string()
+    .superRefine((name, ctx) => {
+      if (unrecordedSummaries[name]) ctx.addIssue({ code: 'custom', message: unrecordedSummaries[name] });
+      else if (!(usageSummaryNames as readonly string[]).includes(name)) {
+        ctx.addIssue({ code: 'custom', message: oneOf([...usageSummaryNames, ...Object.keys(unrecordedSummaries)]) });
+      }
+    })
+    .transform((name) => name as UsageSummaryName),
+  filter: summaryFilterSchema,
+});
+
+export const usageSummaryArgsSchema = z.object({
+  queries: z
+    .array(usageSummaryQuerySchema)
+    .min(1, 'must have at least 1 item(s)')
+    .max(usageSummaryLimits.queries, `must have at most ${usageSummaryLimits.queries} item(s)`),
+});
+
+const summaryFilterMembers = ['projectID', 'startTime', 'endTime', 'limit', 'offset'] as const;
+
+/**
+ * The body of `POST /v1/query/usage`: `{query: [{name, filter}]}`. Members Parley does not read (the
+ * original's `platform`) are accepted and ignored; the output keeps the known members as sent, for
+ * GraphQL to parse again, and drops the others, which its input type would refuse.
+ */
+export const usageSummaryBodySchema = z
+  .object({ query: z.unknown() })
+  .superRefine((body, ctx) => {
+    if (!Array.isArray(body.query)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['query'],
+        message: body.query === undefined ? 'is required' : 'must be an array of {name, filter}',
+      });
+      return;
+    }
+    const parsed = usageSummaryArgsSchema.safeParse({ queries: body.query });
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) {
+        ctx.addIssue({ ...issue, path: ['query', ...issue.path.slice(1)] } as z.core.$ZodRawIssue);
+      }
+    }
+  })
+  .transform((body) => ({
+    queries: (body.query as { name: string; filter: Record<string, unknown> }[]).map((q) => ({
+      name: q.name,
+      filter: Object.fromEntries(
+        summaryFilterMembers.filter((k) => k in q.filter && q.filter[k] !== null).map((k) => [k, q.filter[k]]),
+      ),
+    })),
+  }));

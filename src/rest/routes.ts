@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { environmentAliasSchema, idSchema } from '../admin/validation';
-import { usageEventsBodySchema, usageQueryBodySchema } from '../analytics/validation';
+import { usageEventsBodySchema, usageQueryBodySchema, usageSummaryBodySchema } from '../analytics/validation';
 import {
   createEvaluationBody,
   estimateEvaluationsBody,
@@ -415,6 +415,27 @@ const usageRoutes: RestRoute[] = [
     body: usageQueryBodySchema,
     variables: ({ body }) => ({ name: body.data.name, filter: body.data.filter }),
     result: (data) => ({ result: restUsageResult(data.usage) }),
+    status: 200,
+  },
+  {
+    method: 'POST',
+    path: '/v1/query/usage',
+    summary:
+      "The original's v1 usage query: {query: [{name, filter: {projectID (one or a list), startTime?, endTime?, limit?, offset?}}]} → {result: [...]}, one answer per query (docs/usage.md).",
+    operation: `query UsageSummary($queries: [UsageSummaryQueryInput!]!) {
+      usageSummary(queries: $queries) { name count intents { name count } tokens { model count } }
+    }`,
+    body: usageSummaryBodySchema,
+    variables: ({ body }) => ({ queries: body.queries }),
+    result: (data) => ({
+      result: data.usageSummary.map((s: { name: string; count: number; intents: unknown; tokens: unknown }) =>
+        s.name === 'top_intents'
+          ? { intents: s.intents }
+          : s.name === 'token_usage'
+            ? { tokens: s.tokens }
+            : { count: s.count },
+      ),
+    }),
     status: 200,
   },
   {

@@ -243,6 +243,11 @@ const gqlCases: Record<string, GqlCase> = {
       },
     }),
   },
+  'Query.usageSummary': {
+    op: `query($q: [UsageSummaryQueryInput!]!) { usageSummary(queries: $q) { name } }`,
+    ids: { 'queries.filter.projectID': 'project' },
+    vars: (v) => ({ q: [{ name: 'sessions', filter: { projectID: v['queries.filter.projectID'] } }] }),
+  },
   'Query.usageTotals': {
     op: `query($f: UsageRangeInput!) { usageTotals(filter: $f) { __typename } }`,
     ids: { 'filter.projectID': 'project', 'filter.projectEnvironmentIDOrAlias': 'environment' },
@@ -531,6 +536,13 @@ const restCases: Record<string, RestCase> = {
       body: {
         data: { name: 'interactions', filter: { projectID: v.projectID, projectEnvironmentIDOrAlias: v.environment } },
       },
+    }),
+  },
+  'POST /v1/query/usage': {
+    ids: { projectID: 'project' },
+    req: (v) => ({
+      path: '/v1/query/usage',
+      body: { query: [{ name: 'interactions', filter: { projectID: [v.projectID] } }] },
     }),
   },
   'POST /v1/usage/events': {

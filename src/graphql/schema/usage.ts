@@ -16,6 +16,7 @@ import {
   usageEventKinds,
   usageQueryNames,
 } from '../../analytics/usage-metrics';
+import { type UsageSummary, usageSummary, usageSummaryNames } from '../../analytics/usage-summary';
 import {
   type IngestedUsageEvent,
   type ParsedUsageFilter,
@@ -24,6 +25,7 @@ import {
   usageQuerySchema,
   usageRangeSchema,
   usageSeriesArgsSchema,
+  usageSummaryArgsSchema,
 } from '../../analytics/validation';
 import { AppError } from '../../lib/errors';
 import type { UsageCountersPayload } from '../../lib/pubsub';
@@ -241,6 +243,61 @@ const UsageTotalsType = builder.objectRef<Totals>('UsageTotals').implement({
   }),
 });
 
+const UsageSummaryNameEnum = builder.enumType('UsageSummaryName', {
+  description:
+    'The v1 usage queries Parley answers (POST /v1/query/usage). The original also names top_slots and understood_messages, which Parley does not record.',
+  values: usageSummaryNames,
+});
+
+const UsageSummaryFilterInput = builder.inputType('UsageSummaryFilterInput', {
+  description:
+    'A range of one or more projects (all their environments). Timestamps are ISO 8601 with a zone designator.',
+  fields: (t) => ({
+    projectID: t.stringList({
+      required: true,
+      description:
+        'Project IDs (a single string is a list of one), at most 20; every one must be reachable by the key.',
+    }),
+    startTime: t.string({ description: 'Usage in hours starting at or after this instant.' }),
+    endTime: t.string({ description: 'Usage in hours starting before this instant.' }),
+    limit: t.int({ description: 'top_intents: intents wanted, 1 to 500, default 10.' }),
+    offset: t.int({ description: 'top_intents: intents skipped first, default 0.' }),
+  }),
+});
+
+const UsageSummaryQueryInput = builder.inputType('UsageSummaryQueryInput', {
+  fields: (t) => ({
+    name: t.field({ type: UsageSummaryNameEnum, required: true }),
+    filter: t.field({ type: UsageSummaryFilterInput, required: true }),
+  }),
+});
+
+const TokenUsageType = builder.objectRef<{ model: string; count: number }>('UsageModelTokens').implement({
+  fields: (t) => ({
+    model: t.exposeString('model'),
+    count: t.expose('count', { type: 'SafeInt', description: 'Tokens, input and output.' }),
+  }),
+});
+
+const UsageSummaryType = builder.objectRef<UsageSummary>('UsageSummary').implement({
+  description: 'The answer to one v1 usage query: count, intents or tokens, after its name.',
+  fields: (t) => ({
+    name: t.expose('name', { type: UsageSummaryNameEnum }),
+    count: t.expose('count', {
+      type: 'SafeInt',
+      nullable: true,
+      description:
+        'interactions: turns; sessions: conversation sessions (transcripts created); unique_users: distinct user IDs per project.',
+    }),
+    intents: t.expose('intents', { type: [TopIntentType], nullable: true, description: 'top_intents.' }),
+    tokens: t.expose('tokens', {
+      type: [TokenUsageType],
+      nullable: true,
+      description: 'token_usage: tokens per model, most first.',
+    }),
+  }),
+});
+
 interface SeriesShape {
   name: UsageQueryName;
   granularity: (typeof granularities)[number];
@@ -362,6 +419,31 @@ builder.queryFields((t) => ({
         limit: filter.limit,
         cursor: filter.cursor,
       });
+    },
+  }),
+  usageSummary: t.field({
+    type: [UsageSummaryType],
+    description:
+      "The original's v1 usage query (POST /v1/query/usage runs this field): one answer per query, in order, over all environments of the projects named.",
+    authScopes: { scope: 'analytics:read' },
+    args: t.validate({ queries: t.arg({ type: [UsageSummaryQueryInput], required: true }) }, usageSummaryArgsSchema),
+    resolve: async (_root, { queries }, ctx) => {
+      const answers: UsageSummary[] = [];
+      for (const q of queries) {
+        const projectIds: string[] = [];
+        for (const id of q.filter.projectID) projectIds.push((await usageProject(ctx, id, null)).projectId);
+        answers.push(
+          await usageSummary(ctx.services.db, {
+            name: q.name,
+            projectIds,
+            start: q.filter.startTime ?? null,
+            end: q.filter.endTime ?? null,
+            limit: q.filter.limit,
+            offset: q.filter.offset,
+          }),
+        );
+      }
+      return answers;
     },
   }),
   usageTotals: t.field({
