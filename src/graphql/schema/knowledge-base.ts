@@ -516,6 +516,50 @@ builder.mutationFields((t) => ({
       return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id: settled.id } });
     },
   }),
+  replaceKnowledgeBaseUrl: t.prismaField({
+    type: KbDocumentType,
+    description:
+      "Gives a URL document a new URL (and name), fetched and indexed anew, keeping its documentID. Other documents: 400.",
+    authScopes: { scope: 'kb:write' },
+    args: {
+      documentID: t.arg.id({ required: true }),
+      url: t.arg.string({ required: true, validate: documentUrlSchema }),
+      name: t.arg.string({
+        description: 'Default: the URL.',
+        validate: z.string().min(1).max(kbLimits.name).refine(isStorableText, UNSTORABLE_TEXT_MESSAGE).nullish(),
+      }),
+      metadata: t.arg({
+        type: 'JSONObject',
+        validate: metadataSchema.nullish(),
+        description: "Default: keep the document's.",
+      }),
+      maxChunkSize: t.arg.int({ validate: maxChunkSizeSchema.nullish() }),
+      wait: t.arg.boolean({ defaultValue: false }),
+    },
+    resolve: async (query, _root, args, ctx) => {
+      const documentId = String(args.documentID);
+      const { id: projectId } = await requireOwned(ctx, 'Document', documentId);
+      const current = await ctx.services.db.prisma.kbDocument.findUniqueOrThrow({
+        where: { id: documentId },
+        select: { kind: true },
+      });
+      if (current.kind !== 'url') {
+        throw new AppError(
+          'VALIDATION_FAILED',
+          `Document "${documentId}" is a ${current.kind}, not a URL: replace it with PUT /v1/knowledge-base/docs/{documentID}/upload.`,
+        );
+      }
+      const doc = await replaceDocument(kbDeps(ctx), {
+        projectId,
+        documentId,
+        source: { kind: 'url', url: args.url, name: args.name ?? undefined },
+        metadata: args.metadata ?? undefined,
+        maxChunkSize: args.maxChunkSize ?? undefined,
+      });
+      const settled = await afterUpload(ctx, doc, args.wait);
+      return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id: settled.id } });
+    },
+  }),
   updateKnowledgeBaseDocumentMetadata: t.prismaField({
     type: KbDocumentType,
     description: 'Replaces the metadata of a document and, at once, of its chunks.',
