@@ -41,7 +41,7 @@ import {
   updatePropertyBody,
 } from '../transcripts/validation';
 import type { RestRequest, RestRoute } from './adapter';
-import { pathId, queryBool, queryEnum, queryInt, queryOptionalEnum, queryStringList } from './params';
+import { pathId, pathString, queryBool, queryEnum, queryInt, queryOptionalEnum, queryStringList } from './params';
 import { runtimeBetaFraming, runtimeV2Framing } from './sse';
 
 /**
@@ -1397,7 +1397,7 @@ const kbRoutes: RestRoute[] = [
     }`,
     params: z.object({
       documentID: pathId('document'),
-      chunkID: z.string().uuid('must be a chunk ID (a UUID)'),
+      chunkID: pathString,
     }),
     body: chunkMetadataBody,
     variables: ({ params, body }) => ({
