@@ -22,6 +22,8 @@ interface Fixture {
 }
 
 const ajv = new Ajv({ strict: false, allErrors: true });
+// The documents' `format: date-time`, as DECISIONS.md §1 writes it (UTC with milliseconds).
+ajv.addFormat('date-time', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 const fixtures = new Map<string, Fixture>();
 for (const name of ['tags', 'apis', 'management-apis', 'query-api']) {
   const fixture = JSON.parse(
@@ -153,10 +155,16 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
   });
 
   it('attaches tags at upload and through attach/detach, and queries choose documents by them', async () => {
-    const upload = (name: string, text: string, query: Record<string, string | string[]> = {}) =>
-      uploadFile(t.app, { key: p.apiKey, filename: name, content: text, query: { wait: 'true', ...query } });
+    const upload = (name: string, text: string, query: Record<string, string> = {}, search = '') =>
+      uploadFile(t.app, {
+        key: p.apiKey,
+        filename: name,
+        content: text,
+        path: `/v1/knowledge-base/docs/upload${search}`,
+        query: { wait: 'true', ...query },
+      });
     // `tags=a&tags=b` and `tags=["a","b"]` both work; unknown labels are created at upload.
-    const lion = await upload('lion.txt', 'The zebra grazes while the lion sleeps.', { tags: ['savanna', 'cats'] });
+    const lion = await upload('lion.txt', 'The zebra grazes while the lion sleeps.', {}, '?tags=savanna&tags=cats');
     expect(lion.status, lion.text).toBe(200);
     expect(lion.body.data.tags).toEqual(['cats', 'savanna']);
     const zebra = await upload('zebra.txt', 'The zebra runs across the plain.', { tags: '["savanna"]' });
