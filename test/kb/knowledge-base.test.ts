@@ -380,7 +380,7 @@ describeEachDatabase('knowledge base over REST', (provider) => {
     expect(res.body.queryTokens).toBeGreaterThan(0);
     expect(res.body.answerTokens).toBeGreaterThan(0);
     expect(res.body.totalTokens).toBe(res.body.queryTokens + res.body.answerTokens);
-    expect(res.body.chunks[0].source).toEqual({ type: 'text', name: 'hours.txt' });
+    expect(res.body.chunks[0].source).toEqual({ type: 'text', name: 'hours.txt', tags: [] });
 
     // The path older clients use answers the same.
     const legacy = await t.app.http('POST', '/knowledge-base/query', {
