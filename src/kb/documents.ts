@@ -223,7 +223,12 @@ async function storeUpload(deps: KbDeps, input: UploadInput): Promise<KbDocument
       });
     }
     if (input.tags?.length) {
-      await attachTagsInTx(tx, { projectId: input.projectId, documentId: row.id, labels: input.tags, createMissing: true });
+      await attachTagsInTx(tx, {
+        projectId: input.projectId,
+        documentId: row.id,
+        labels: input.tags,
+        createMissing: true,
+      });
     }
     await enqueueIngestion(tx, input.projectId, row.id, row.revision);
     return row;

@@ -1,11 +1,11 @@
 import type { UsageEvent } from '../analytics/events';
 import { recordUsageEvents } from '../analytics/usage-event-writer';
 import type { Db } from '../db/client';
+import { Prisma } from '../generated/sqlite/client';
 import { newId } from '../lib/ids';
 import type { Logger } from '../lib/logger';
 import type { AppPubSub } from '../lib/pubsub';
 import type { ChatMessage, LlmAccounting, LlmProvider } from '../llm';
-import { Prisma } from '../generated/sqlite/client';
 import { compileMetadataFilter, type MetadataFilter } from './filter';
 import { metadataColumn, type RetrievedChunk, searchChunks } from './search';
 import { compileTagFilter, type TagFilter } from './tags';

@@ -107,7 +107,10 @@ async function tagsOfLabels(
   labels: readonly string[],
   createMissing: boolean,
 ): Promise<{ id: string; label: string }[]> {
-  const found = await tx.kbTag.findMany({ where: { projectId, label: { in: [...labels] } }, select: { id: true, label: true } });
+  const found = await tx.kbTag.findMany({
+    where: { projectId, label: { in: [...labels] } },
+    select: { id: true, label: true },
+  });
   const known = new Set(found.map((t) => t.label));
   const missing = labels.filter((l) => !known.has(l));
   if (missing.length === 0) return found;
@@ -166,7 +169,9 @@ export async function detachTags(
   await db.prisma.$transaction(async (tx) => {
     await requireDocument(tx, input.projectId, input.documentId);
     const tags = await tagsOfLabels(tx, input.projectId, input.labels, false);
-    await tx.kbDocumentTag.deleteMany({ where: { documentId: input.documentId, tagId: { in: tags.map((t) => t.id) } } });
+    await tx.kbDocumentTag.deleteMany({
+      where: { documentId: input.documentId, tagId: { in: tags.map((t) => t.id) } },
+    });
   });
 }
 

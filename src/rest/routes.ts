@@ -1118,7 +1118,8 @@ const kbTagRoutes: RestRoute[] = [
   {
     method: 'POST',
     path: '/v3alpha/knowledge-base/tags',
-    summary: 'Create a tag: {data: {label}} (labels unique per project, 409 otherwise). Answers {data: [{data: {label, tagID}}]}.',
+    summary:
+      'Create a tag: {data: {label}} (labels unique per project, 409 otherwise). Answers {data: [{data: {label, tagID}}]}.',
     operation: `mutation CreateKnowledgeBaseTag($projectID: ID, $label: String!) {
       tag: createKnowledgeBaseTag(projectID: $projectID, label: $label) { ${kbTagFields} }
     }`,
@@ -1173,7 +1174,8 @@ const kbTagRoutes: RestRoute[] = [
   {
     method: 'POST',
     path: '/v3alpha/knowledge-base/docs/:documentID/tags/attach',
-    summary: 'Attach existing tags to a document: {data: {tags: [label]}}; an unknown label is a 404. 200 with no content.',
+    summary:
+      'Attach existing tags to a document: {data: {tags: [label]}}; an unknown label is a 404. 200 with no content.',
     operation: `mutation AttachKnowledgeBaseTags($documentID: ID!, $tags: [String!]!) {
       attachKnowledgeBaseTags(documentID: $documentID, tags: $tags) { documentID }
     }`,
@@ -1330,7 +1332,8 @@ const kbRoutes: RestRoute[] = [
   {
     method: 'DELETE',
     path: '/v1/knowledge-base/docs/:documentID',
-    summary: 'Delete a document, its chunks and their index entries: 200 with no content, as the original documents it.',
+    summary:
+      'Delete a document, its chunks and their index entries: 200 with no content, as the original documents it.',
     operation: `mutation DeleteKnowledgeBaseDocument($documentID: ID!) { deleteKnowledgeBaseDocument(documentID: $documentID) }`,
     params: z.object({ documentID: pathId('document') }),
     variables: ({ params }) => ({ documentID: params.documentID }),

@@ -813,7 +813,11 @@ const restCases: Record<string, RestCase> = {
   },
   'POST /v3alpha/knowledge-base/tags': {
     ids: { projectID: 'project' },
-    req: (v) => ({ path: '/v3alpha/knowledge-base/tags', query: { projectID: v.projectID }, body: { data: { label: 'cross' } } }),
+    req: (v) => ({
+      path: '/v3alpha/knowledge-base/tags',
+      query: { projectID: v.projectID },
+      body: { data: { label: 'cross' } },
+    }),
   },
   'GET /v3alpha/knowledge-base/tags': {
     ids: { projectID: 'project' },
@@ -833,11 +837,17 @@ const restCases: Record<string, RestCase> = {
   },
   'POST /v3alpha/knowledge-base/docs/:documentID/tags/attach': {
     ids: { documentID: 'document' },
-    req: (v) => ({ path: `/v3alpha/knowledge-base/docs/${v.documentID}/tags/attach`, body: { data: { tags: ['seed'] } } }),
+    req: (v) => ({
+      path: `/v3alpha/knowledge-base/docs/${v.documentID}/tags/attach`,
+      body: { data: { tags: ['seed'] } },
+    }),
   },
   'POST /v3alpha/knowledge-base/docs/:documentID/tags/detach': {
     ids: { documentID: 'document' },
-    req: (v) => ({ path: `/v3alpha/knowledge-base/docs/${v.documentID}/tags/detach`, body: { data: { tags: ['seed'] } } }),
+    req: (v) => ({
+      path: `/v3alpha/knowledge-base/docs/${v.documentID}/tags/detach`,
+      body: { data: { tags: ['seed'] } },
+    }),
   },
   'GET /v1/knowledge-base/docs': {
     ids: { projectID: 'project' },

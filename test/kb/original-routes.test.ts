@@ -90,8 +90,11 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
     await site?.close();
   });
 
-  const http = (method: string, path: string, opts: { body?: unknown; query?: Record<string, string | string[]> } = {}) =>
-    t.app.http(method, path, { key: p.apiKey, ...opts });
+  const http = (
+    method: string,
+    path: string,
+    opts: { body?: unknown; query?: Record<string, string | string[]> } = {},
+  ) => t.app.http(method, path, { key: p.apiKey, ...opts });
   const expectError = (res: HttpResponse, status: number, code: string, message?: RegExp) => {
     expect(res.status, res.text).toBe(status);
     expect(res.body).toMatchObject({ statusCode: status, errorCode: code });
@@ -106,7 +109,9 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
   it('creates, lists, reads, relabels and deletes tags in the documented shapes', async () => {
     const created = await http('POST', '/v3alpha/knowledge-base/tags', { body: { data: { label: 'billing' } } });
     conforms('tags', 'POST /v3alpha/knowledge-base/tags', created);
-    expect(created.body).toEqual({ data: [{ data: { label: 'billing', tagID: expect.stringMatching(/^[0-9a-f]{24}$/) } }] });
+    expect(created.body).toEqual({
+      data: [{ data: { label: 'billing', tagID: expect.stringMatching(/^[0-9a-f]{24}$/) } }],
+    });
     const tagID = created.body.data[0].data.tagID as string;
 
     expectError(
@@ -115,8 +120,18 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
       'CONFLICT',
       /billing/,
     );
-    expectError(await http('POST', '/v3alpha/knowledge-base/tags', { body: { data: { label: '  ' } } }), 400, 'VALIDATION_FAILED', /label/);
-    expectError(await http('POST', '/v3alpha/knowledge-base/tags', { body: { data: {} } }), 400, 'VALIDATION_FAILED', /label/);
+    expectError(
+      await http('POST', '/v3alpha/knowledge-base/tags', { body: { data: { label: '  ' } } }),
+      400,
+      'VALIDATION_FAILED',
+      /label/,
+    );
+    expectError(
+      await http('POST', '/v3alpha/knowledge-base/tags', { body: { data: {} } }),
+      400,
+      'VALIDATION_FAILED',
+      /label/,
+    );
     expectError(
       await http('POST', '/v3alpha/knowledge-base/tags', { body: { data: { label: 'x'.repeat(101) } } }),
       400,
@@ -134,7 +149,9 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
     conforms('tags', 'GET /v3alpha/knowledge-base/tags/{tagID}', one);
     expect(one.body).toEqual({ data: [{ data: { label: 'billing', tagID } }] });
 
-    const relabelled = await http('PATCH', `/v3alpha/knowledge-base/tags/${tagID}`, { body: { data: { label: 'invoices' } } });
+    const relabelled = await http('PATCH', `/v3alpha/knowledge-base/tags/${tagID}`, {
+      body: { data: { label: 'invoices' } },
+    });
     conforms('tags', 'PATCH /v3alpha/knowledge-base/tags/{tagID}', relabelled);
     expect(relabelled.body).toEqual({ data: [{ data: { label: 'invoices', tagID } }] });
     expectError(
@@ -192,13 +209,21 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
     };
     expect(await docsFor(undefined)).toEqual(['lion', 'plain', 'tiger', 'zebra']);
     expect(await docsFor({ include: { items: ['cats'] } })).toEqual(['lion', 'tiger']);
-    expect(await docsFor({ include: { items: ['cats', 'savanna'], operator: 'or' } })).toEqual(['lion', 'tiger', 'zebra']);
+    expect(await docsFor({ include: { items: ['cats', 'savanna'], operator: 'or' } })).toEqual([
+      'lion',
+      'tiger',
+      'zebra',
+    ]);
     expect(await docsFor({ include: { items: ['cats', 'savanna'], operator: 'and' } })).toEqual(['lion']);
     expect(await docsFor({ exclude: { items: ['cats', 'savanna'] } })).toEqual(['plain', 'tiger', 'zebra']);
     expect(await docsFor({ exclude: { items: ['cats', 'savanna'], operator: 'or' } })).toEqual(['plain']);
     expect(await docsFor({ includeAllTagged: true })).toEqual(['lion', 'tiger', 'zebra']);
     expect(await docsFor({ includeAllNonTagged: true })).toEqual(['plain']);
-    expect(await docsFor({ include: { items: ['savanna'] }, includeAllNonTagged: true })).toEqual(['lion', 'plain', 'zebra']);
+    expect(await docsFor({ include: { items: ['savanna'] }, includeAllNonTagged: true })).toEqual([
+      'lion',
+      'plain',
+      'zebra',
+    ]);
     expect(await docsFor({ include: { items: ['no-such-tag'] } })).toEqual([]);
     // Tags and metadata filters together.
     const both = await kbQuery(t.app, p.apiKey, {
@@ -226,7 +251,12 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
 
     // Attach: existing tags only; an unknown label changes nothing.
     const attachPath = `/v3alpha/knowledge-base/docs/${ids.plain}/tags/attach`;
-    expectError(await http('POST', attachPath, { body: { data: { tags: ['cats', 'unheard'] } } }), 404, 'NOT_FOUND', /unheard/);
+    expectError(
+      await http('POST', attachPath, { body: { data: { tags: ['cats', 'unheard'] } } }),
+      404,
+      'NOT_FOUND',
+      /unheard/,
+    );
     expect(await tagsOf(ids.plain)).toEqual([]);
     expectError(await http('POST', attachPath, { body: { data: { tags: [] } } }), 400, 'VALIDATION_FAILED', /tags/);
     expectError(await http('POST', attachPath, { body: { data: {} } }), 400, 'VALIDATION_FAILED', /tags/);
@@ -285,9 +315,9 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
       }),
     ]);
     const documentID = created.body.data[0].documentID as string;
-    expect((await kbQuery(t.app, p.apiKey, { question: 'walrus ice', synthesis: false })).body.chunks[0].documentID).toBe(
-      documentID,
-    );
+    expect(
+      (await kbQuery(t.app, p.apiKey, { question: 'walrus ice', synthesis: false })).body.chunks[0].documentID,
+    ).toBe(documentID);
 
     // `type` defaults to url, as documented.
     const untyped = await http('POST', '/v1/knowledge-base/docs/upload/url', {
@@ -319,7 +349,11 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
       { data: { type: 'url' } },
       { data: { type: 'url', url: `${site.url}/walrus`, metadata: 'no' } },
     ]) {
-      expectError(await http('PUT', `/v1/knowledge-base/docs/${documentID}/upload/url`, { body }), 400, 'VALIDATION_FAILED');
+      expectError(
+        await http('PUT', `/v1/knowledge-base/docs/${documentID}/upload/url`, { body }),
+        400,
+        'VALIDATION_FAILED',
+      );
       expectError(await http('POST', '/v1/knowledge-base/docs/upload/url', { body }), 400, 'VALIDATION_FAILED');
     }
     expectError(
@@ -381,8 +415,16 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
     conforms('apis', 'GET /v1/knowledge-base/docs/{documentID}', doc);
     expect(doc.body.data).toEqual([expect.objectContaining({ ...documentMembers, documentID, status: 'SUCCESS' })]);
     expect(doc.body.chunks).toEqual([
-      expect.objectContaining({ chunkID: expect.any(String), content: 'text: The heron wades in the marsh.', position: 0 }),
-      expect.objectContaining({ chunkID: expect.any(String), content: 'text: The heron nests in tall trees.', position: 1 }),
+      expect.objectContaining({
+        chunkID: expect.any(String),
+        content: 'text: The heron wades in the marsh.',
+        position: 0,
+      }),
+      expect.objectContaining({
+        chunkID: expect.any(String),
+        content: 'text: The heron nests in tall trees.',
+        position: 1,
+      }),
     ]);
     const [first, second] = doc.body.chunks as { chunkID: string }[];
     const path = `/v1/knowledge-base/docs/${documentID}/chunk/${first!.chunkID}`;
@@ -393,7 +435,11 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
     const after = (await http('GET', `/v1/knowledge-base/docs/${documentID}`)).body.chunks;
     expect(after[0].metadata).toEqual({ area: 'north', kind: 'heron', verified: true });
     expect(after[1].metadata).toEqual({ area: 'north', kind: 'wader' });
-    const verified = await kbQuery(t.app, p.apiKey, { question: 'heron', synthesis: false, filters: { verified: true } });
+    const verified = await kbQuery(t.app, p.apiKey, {
+      question: 'heron',
+      synthesis: false,
+      filters: { verified: true },
+    });
     expect(verified.body.chunks.map((c: { chunkID: string }) => c.chunkID)).toEqual([first!.chunkID]);
 
     // A later metadata update of the document keeps the chunk's own keys on top.
@@ -413,7 +459,12 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
       /Chunk/,
     );
     // A chunk of another document of the same project is not this document's.
-    const other = await uploadFile(t.app, { key: p.apiKey, filename: 'o.txt', content: 'Other.', query: { wait: 'true' } });
+    const other = await uploadFile(t.app, {
+      key: p.apiKey,
+      filename: 'o.txt',
+      content: 'Other.',
+      query: { wait: 'true' },
+    });
     expectError(
       await http('PATCH', `/v1/knowledge-base/docs/${other.body.data.documentID}/chunk/${second!.chunkID}`, {
         body: { data: { metadata: { a: 1 } } },

@@ -125,7 +125,8 @@ builder.mutationFields((t) => ({
   }),
   detachKnowledgeBaseTags: t.prismaField({
     type: 'KbDocument',
-    description: 'Detaches tags (by label) from a document; an unknown label is a 404, one not attached changes nothing.',
+    description:
+      'Detaches tags (by label) from a document; an unknown label is a 404, one not attached changes nothing.',
     authScopes: { scope: 'kb:write' },
     args: {
       documentID: t.arg.id({ required: true }),

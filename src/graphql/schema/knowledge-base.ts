@@ -16,7 +16,6 @@ import {
   waitForDocument,
 } from '../../kb/documents';
 import { parseMetadataFilter } from '../../kb/filter';
-import { uploadTagLabelsSchema } from '../../kb/tags';
 import { kbFileTypeOfContentType, kbFileTypeOfExtension, kbFileTypes } from '../../kb/parse';
 import {
   type KbAnswerEvent,
@@ -26,6 +25,7 @@ import {
   queryKnowledgeBase,
   streamKnowledgeBaseAnswer,
 } from '../../kb/query';
+import { uploadTagLabelsSchema } from '../../kb/tags';
 import {
   documentUrlSchema,
   type KbQueryInput,
@@ -519,7 +519,7 @@ builder.mutationFields((t) => ({
   replaceKnowledgeBaseUrl: t.prismaField({
     type: KbDocumentType,
     description:
-      "Gives a URL document a new URL (and name), fetched and indexed anew, keeping its documentID. Other documents: 400.",
+      'Gives a URL document a new URL (and name), fetched and indexed anew, keeping its documentID. Other documents: 400.',
     authScopes: { scope: 'kb:write' },
     args: {
       documentID: t.arg.id({ required: true }),
