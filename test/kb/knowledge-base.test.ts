@@ -708,6 +708,29 @@ describeEachDatabase('knowledge base URL uploads with the address guard on', (pr
         expect(res.body.data.status.type, url).toBe('ERROR');
         expect(res.body.data.status.data).toMatch(/KB_ALLOW_PRIVATE_URLS/);
       }
+      // The original's /upload/url and its replacement go through the same guard.
+      const viaUrlRoute = await t.app.http('POST', '/v1/knowledge-base/docs/upload/url', {
+        key: p.apiKey,
+        query: { wait: 'true' },
+        body: { data: { url: `${site.url}/inside` } },
+      });
+      expect(viaUrlRoute.body.data[0]).toMatchObject({
+        status: 'ERROR',
+        statusDetail: expect.stringMatching(/KB_ALLOW_PRIVATE_URLS/),
+      });
+      const replaced = await t.app.http(
+        'PUT',
+        `/v1/knowledge-base/docs/${viaUrlRoute.body.data[0].documentID}/upload/url`,
+        {
+          key: p.apiKey,
+          query: { wait: 'true' },
+          body: { data: { url: 'http://169.254.169.254/latest/meta-data' } },
+        },
+      );
+      expect(replaced.body.data[0]).toMatchObject({
+        status: 'ERROR',
+        statusDetail: expect.stringMatching(/KB_ALLOW_PRIVATE_URLS/),
+      });
       expect(
         (await kbQuery(t.app, p.apiKey, { question: 'secret admin panel', synthesis: false })).body.chunks,
       ).toEqual([]);
