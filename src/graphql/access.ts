@@ -60,7 +60,7 @@ export async function requireProjectOrKeyProject(
 }
 
 /** The kinds of project resources whose ID a request may name on its own (without its project). */
-export type OwnedKind = 'Transcript' | 'Transcript property' | 'Evaluation' | 'Document' | 'Agent version';
+export type OwnedKind = 'Transcript' | 'Transcript property' | 'Evaluation' | 'Document' | 'Tag' | 'Agent version';
 
 const ownerLookups: Record<OwnedKind, (ctx: Context, id: string) => Promise<{ projectId: string } | null>> = {
   Transcript: (ctx, id) => ctx.services.db.prisma.transcript.findUnique({ where: { id }, select: { projectId: true } }),
@@ -68,6 +68,7 @@ const ownerLookups: Record<OwnedKind, (ctx: Context, id: string) => Promise<{ pr
     ctx.services.db.prisma.transcriptProperty.findUnique({ where: { id }, select: { projectId: true } }),
   Evaluation: (ctx, id) => ctx.services.db.prisma.evaluation.findUnique({ where: { id }, select: { projectId: true } }),
   Document: (ctx, id) => ctx.services.db.prisma.kbDocument.findUnique({ where: { id }, select: { projectId: true } }),
+  Tag: (ctx, id) => ctx.services.db.prisma.kbTag.findUnique({ where: { id }, select: { projectId: true } }),
   'Agent version': (ctx, id) =>
     ctx.services.db.prisma.agentVersion.findUnique({ where: { id }, select: { projectId: true } }),
 };

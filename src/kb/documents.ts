@@ -1,12 +1,13 @@
 import { resolveEnvironment } from '../admin/environments';
 import type { Db } from '../db/client';
-import type { PrismaTx } from '../db/transaction';
+import { isUniqueViolation, type PrismaTx } from '../db/transaction';
 import { Prisma } from '../generated/sqlite/client';
 import { enqueueJob, notifyEnqueued } from '../jobs/queue';
 import { notFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { AppPubSub } from '../lib/pubsub';
 import { type KbFileType, kbFileTypeNames } from './parse';
+import { attachTagsInTx } from './tags';
 import { kbLimits } from './validation';
 
 /**
@@ -167,6 +168,8 @@ export interface UploadInput {
    * `development`; an overwritten one keeps its environment.
    */
   environment?: string | null;
+  /** Labels of tags to attach (created when the project has none by that label); an overwritten document keeps its others. */
+  tags?: readonly string[];
 }
 
 /**
@@ -175,6 +178,16 @@ export interface UploadInput {
  * current chunks stay searchable until the new ones are ready, and stay if ingestion fails.
  */
 export async function uploadDocument(deps: KbDeps, input: UploadInput): Promise<KbDocumentRow> {
+  try {
+    return await storeUpload(deps, input);
+  } catch (err) {
+    // Another upload created one of the same new tags at the same moment: now it exists.
+    if (input.tags?.length && isUniqueViolation(err)) return storeUpload(deps, input);
+    throw err;
+  }
+}
+
+async function storeUpload(deps: KbDeps, input: UploadInput): Promise<KbDocumentRow> {
   const described = describeSource(input.source);
   const maxChunkSize = input.maxChunkSize ?? kbLimits.chunkSize.default;
   const doc = await deps.db.prisma.$transaction(async (tx) => {
@@ -207,6 +220,14 @@ export async function uploadDocument(deps: KbDeps, input: UploadInput): Promise<
           source: { create: sourceColumns(input.source, 1) },
         },
         select: documentSelect,
+      });
+    }
+    if (input.tags?.length) {
+      await attachTagsInTx(tx, {
+        projectId: input.projectId,
+        documentId: row.id,
+        labels: input.tags,
+        createMissing: true,
       });
     }
     await enqueueIngestion(tx, input.projectId, row.id, row.revision);
@@ -292,6 +313,40 @@ export async function updateDocumentMetadata(
       })),
     );
     return row;
+  });
+}
+
+/**
+ * Sets metadata keys on one chunk (the original's "Update Chunk Metadata"): the keys given go over
+ * the chunk's own metadata, which stays over the document's; other chunks are unchanged. Filters
+ * read the metadata column directly, so the change counts from the next query, with nothing to
+ * re-index (the full-text index and the embeddings cover the content only). A new upload of the
+ * document's content chunks it anew, without these keys.
+ */
+export async function updateChunkMetadata(
+  db: Db,
+  input: { projectId: string; documentId: string; chunkId: string; metadata: Record<string, unknown> },
+): Promise<KbDocumentRow> {
+  return db.prisma.$transaction(async (tx) => {
+    const doc = await tx.kbDocument.findFirst({
+      where: { id: input.documentId, projectId: input.projectId },
+      select: documentSelect,
+    });
+    if (!doc) throw notFound('Document', input.documentId);
+    const chunk = await tx.kbChunk.findFirst({
+      where: { id: input.chunkId, documentId: doc.id },
+      select: { seq: true, rowMetadata: true },
+    });
+    if (!chunk) throw notFound('Chunk', input.chunkId);
+    const own = { ...((chunk.rowMetadata as Record<string, unknown> | null) ?? {}), ...input.metadata };
+    await tx.kbChunk.update({
+      where: { seq: chunk.seq },
+      data: {
+        rowMetadata: own as Prisma.InputJsonValue,
+        metadata: chunkMetadata(doc.metadata as Record<string, unknown>, own) as Prisma.InputJsonValue,
+      },
+    });
+    return doc;
   });
 }
 

@@ -1,12 +1,14 @@
 import type { UsageEvent } from '../analytics/events';
 import { recordUsageEvents } from '../analytics/usage-event-writer';
 import type { Db } from '../db/client';
+import { Prisma } from '../generated/sqlite/client';
 import { newId } from '../lib/ids';
 import type { Logger } from '../lib/logger';
 import type { AppPubSub } from '../lib/pubsub';
 import type { ChatMessage, LlmAccounting, LlmProvider } from '../llm';
 import { compileMetadataFilter, type MetadataFilter } from './filter';
 import { metadataColumn, type RetrievedChunk, searchChunks } from './search';
+import { compileTagFilter, type TagFilter } from './tags';
 import type { QuerySettings } from './validation';
 
 /**
@@ -32,6 +34,8 @@ export interface KbQueryRequest {
   synthesis: boolean;
   settings?: QuerySettings;
   filter: MetadataFilter;
+  /** The documents eligible by their tags (the query's `tags` member); absent: all. */
+  tags?: TagFilter;
   /** Who asked, when known (the runtime's user): counts towards unique users. */
   userId?: string | null;
   /** Where the question came from, for credit usage (the runtime's flow and step). */
@@ -44,6 +48,8 @@ export interface KbChunkSource {
   type: string;
   name: string;
   url?: string;
+  /** The labels of the document's tags, in order. */
+  tags: string[];
 }
 
 export interface KbQueryChunk {
@@ -84,11 +90,14 @@ export function synthesisMessages(question: string, chunks: readonly KbQueryChun
   ];
 }
 
+/** The chunk's document ID in retrieval's queries (the alias `c` of src/kb/search.ts). */
+const documentIdColumn = Prisma.raw('c."documentId"');
+
 async function withSources(db: Db, chunks: readonly RetrievedChunk[]): Promise<KbQueryChunk[]> {
   if (chunks.length === 0) return [];
   const docs = await db.prisma.kbDocument.findMany({
     where: { id: { in: [...new Set(chunks.map((c) => c.documentId))] } },
-    select: { id: true, type: true, name: true, url: true },
+    select: { id: true, type: true, name: true, url: true, tags: { select: { tag: { select: { label: true } } } } },
   });
   const byId = new Map(docs.map((d) => [d.id, d]));
   return chunks.map((c) => {
@@ -99,7 +108,12 @@ async function withSources(db: Db, chunks: readonly RetrievedChunk[]): Promise<K
       documentID: c.documentId,
       content: c.content,
       metadata: c.metadata,
-      source: { type: doc?.type ?? 'unknown', name: doc?.name ?? '', ...(doc?.url ? { url: doc.url } : {}) },
+      source: {
+        type: doc?.type ?? 'unknown',
+        name: doc?.name ?? '',
+        ...(doc?.url ? { url: doc.url } : {}),
+        tags: (doc?.tags ?? []).map((t) => t.tag.label).sort(),
+      },
     };
   });
 }
@@ -142,7 +156,8 @@ export async function* streamKnowledgeBaseAnswer(
         deps.logger?.warn({ err }, 'knowledge-base query: embedding the question failed; using full-text ranking only');
       }
     }
-    const filter = compileMetadataFilter(request.filter, deps.db.provider, metadataColumn);
+    // Tags restrict which documents' chunks are searched: one more condition beside the metadata filter.
+    const filter = Prisma.sql`(${compileMetadataFilter(request.filter, deps.db.provider, metadataColumn)}) AND ${compileTagFilter(request.tags, documentIdColumn)}`;
     const retrieved = await searchChunks(deps.db, {
       projectId: request.projectId,
       question: request.question,

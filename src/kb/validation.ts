@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { idSchema } from '../admin/validation';
 import { isStorableText, UNSTORABLE_TEXT_MESSAGE, unstorablePathOf } from '../lib/storable-text';
+import { tagFilterSchema } from './tags';
 
 /**
  * The rules of knowledge-base requests (SPEC.md "Knowledge base", DECISIONS.md §7), shared by the
@@ -143,6 +144,8 @@ export const kbQueryInputSchema = z.strictObject({
   synthesis: z.boolean().default(true),
   settings: querySettingsSchema.optional(),
   filters: z.unknown().optional(),
+  /** Which documents may answer, by their tags (src/kb/tags.ts `compileTagFilter`). */
+  tags: tagFilterSchema.optional(),
   /** For workspace keys: the project whose knowledge base to search. Parley addition. */
   projectID: idSchema.optional(),
   /** The environment that usage is counted under (ID or alias; default development). Parley addition. */

@@ -19,7 +19,7 @@ const groupPatterns: readonly [RateLimitGroup, RegExp][] = [
   ['runtime', /^\/public\/[^/]+\/state\/user\/[^/]+\/interact\/?$/],
   ['runtime', /^\/v2beta1\/interact\/[^/]+\/[^/]+\/stream\/?$/],
   ['kb-upload', /^\/v1\/knowledge-base\/docs\/upload(\/.*)?$/],
-  ['kb-upload', /^\/v1\/knowledge-base\/docs\/[^/]+\/upload\/?$/],
+  ['kb-upload', /^\/v1\/knowledge-base\/docs\/[^/]+\/upload(\/url)?\/?$/],
   ['kb-query', /^\/(v1\/)?knowledge-base\/query\/?$/],
 ];
 

@@ -9,6 +9,7 @@ import {
   updateEvaluationBody,
 } from '../evaluations/validation';
 import { kbDocumentStatuses, kbDocumentTypes } from '../kb/documents';
+import { tagLabelSchema, tagLabelsSchema, uploadTagLabelsSchema } from '../kb/tags';
 import {
   documentUrlSchema,
   kbLimits,
@@ -40,7 +41,7 @@ import {
   updatePropertyBody,
 } from '../transcripts/validation';
 import type { RestRequest, RestRoute } from './adapter';
-import { pathId, queryBool, queryEnum, queryInt, queryOptionalEnum, queryStringList } from './params';
+import { pathId, pathString, queryBool, queryEnum, queryInt, queryOptionalEnum, queryStringList } from './params';
 import { runtimeBetaFraming, runtimeV2Framing } from './sse';
 
 /**
@@ -887,7 +888,7 @@ const transcriptRoutes: RestRoute[] = [
 // (docs/knowledge-base.md). A project key works on its project; other keys add ?projectID=.
 
 const kbDocumentFields = `documentID projectID data { type name url rowsCount } metadata status { type data }
-  chunkCount maxChunkSize revision createdAt updatedAt`;
+  tags chunkCount maxChunkSize revision createdAt updatedAt`;
 
 interface KbDocumentData {
   documentID: string;
@@ -895,6 +896,7 @@ interface KbDocumentData {
   data: { type: string; name: string; url: string | null; rowsCount: number | null };
   metadata: Record<string, unknown>;
   status: { type: string; data: string | null };
+  tags: string[];
   chunkCount: number;
   maxChunkSize: number;
   revision: number;
@@ -914,6 +916,7 @@ function kbDocument(d: KbDocumentData) {
     },
     metadata: d.metadata,
     status: { type: d.status.type, ...(d.status.data !== null ? { data: d.status.data } : {}) },
+    tags: d.tags,
     updatedAt: d.updatedAt,
     createdAt: d.createdAt,
     chunkCount: d.chunkCount,
@@ -922,7 +925,54 @@ function kbDocument(d: KbDocumentData) {
   };
 }
 
+/**
+ * A document as the original's OpenAPI documents shape it (`Document` of knowledge-base-apis.json):
+ * `status` is the status name, the metadata is `data.metadata`, and `tags` lists its tag labels.
+ * The routes Parley added after those documents (upload/url, chunk metadata, the document with its
+ * chunks) answer with it; `statusDetail` (why an ERROR), `createdAt`, `chunkCount`, `maxChunkSize`
+ * and `revision` are Parley additions.
+ */
+function kbOriginalDocument(d: KbDocumentData) {
+  return {
+    documentID: d.documentID,
+    data: {
+      type: d.data.type,
+      name: d.data.name,
+      ...(d.data.url !== null ? { url: d.data.url } : {}),
+      metadata: d.metadata,
+      ...(d.data.rowsCount !== null ? { rowsCount: d.data.rowsCount } : {}),
+    },
+    status: d.status.type,
+    ...(d.status.data !== null ? { statusDetail: d.status.data } : {}),
+    updatedAt: d.updatedAt,
+    tags: d.tags,
+    createdAt: d.createdAt,
+    chunkCount: d.chunkCount,
+    maxChunkSize: d.maxChunkSize,
+    revision: d.revision,
+  };
+}
+
 const kbProjectQuery = { projectID: pathId('project').optional() };
+
+/**
+ * The upload option `tags`: `tags=a&tags=b` (also `tags[]=a`), or one JSON array `tags=["a","b"]`,
+ * as the original documents. Labels are not split at commas: a label may hold one.
+ */
+const uploadTagsQuery = z.preprocess((raw) => {
+  if (raw === undefined || raw === '') return [];
+  const list = Array.isArray(raw) ? raw : [raw];
+  return list.flatMap((v) => {
+    if (typeof v === 'string' && v.trim().startsWith('[')) {
+      try {
+        return JSON.parse(v) as unknown;
+      } catch {
+        return [v];
+      }
+    }
+    return [v];
+  });
+}, uploadTagLabelsSchema);
 /**
  * Upload options of the original's documents that Parley does not implement (docs/knowledge-base.md
  * "Upload options"): `false` or absent is what Parley does anyway; asking for one is a 400 naming
@@ -938,17 +988,21 @@ const kbUnsupportedUploadOptions = {
   llmPrependContext: refusedUploadOption('a model writing context before each chunk'),
   llmBasedChunks: refusedUploadOption('chunking by a model'),
   llmContentSummarization: refusedUploadOption('a model rewriting the content'),
-  tags: z
-    .unknown()
-    .optional()
-    .refine((v) => v === undefined || v === '' || (Array.isArray(v) && v.length === 0), {
-      message: 'document tags are not supported by Parley yet; leave tags out (metadata filters select documents)',
-    }),
 };
+
+/** Replacing content keeps the document's tags; they change through attach and detach. */
+const refusedReplaceTags = z
+  .unknown()
+  .optional()
+  .refine((v) => v === undefined || v === '' || (Array.isArray(v) && v.length === 0), {
+    message:
+      'is not taken when replacing a document (it keeps its tags); use POST /v3alpha/knowledge-base/docs/{documentID}/tags/attach',
+  });
 
 const kbUploadQuery = z.object({
   ...kbProjectQuery,
   ...kbUnsupportedUploadOptions,
+  tags: uploadTagsQuery,
   overwrite: queryBool(false),
   maxChunkSize: queryInt({
     min: kbLimits.chunkSize.min,
@@ -1006,11 +1060,11 @@ const asFile = (upload: FileUpload) =>
   new File([new Uint8Array(upload.file.bytes)], upload.file.filename, { type: upload.file.contentType ?? '' });
 
 const kbUploadOperations = `
-  mutation UploadKnowledgeBaseFile($projectID: ID, $file: File!, $metadata: JSONObject, $overwrite: Boolean, $maxChunkSize: Int, $wait: Boolean, $environment: String) {
-    document: uploadKnowledgeBaseFile(projectID: $projectID, file: $file, metadata: $metadata, overwrite: $overwrite, maxChunkSize: $maxChunkSize, wait: $wait, environment: $environment) { ${kbDocumentFields} }
+  mutation UploadKnowledgeBaseFile($projectID: ID, $file: File!, $metadata: JSONObject, $overwrite: Boolean, $maxChunkSize: Int, $wait: Boolean, $environment: String, $tags: [String!]) {
+    document: uploadKnowledgeBaseFile(projectID: $projectID, file: $file, metadata: $metadata, overwrite: $overwrite, maxChunkSize: $maxChunkSize, wait: $wait, environment: $environment, tags: $tags) { ${kbDocumentFields} }
   }
-  mutation UploadKnowledgeBaseUrl($projectID: ID, $url: String!, $name: String, $metadata: JSONObject, $overwrite: Boolean, $maxChunkSize: Int, $wait: Boolean, $environment: String) {
-    document: uploadKnowledgeBaseUrl(projectID: $projectID, url: $url, name: $name, metadata: $metadata, overwrite: $overwrite, maxChunkSize: $maxChunkSize, wait: $wait, environment: $environment) { ${kbDocumentFields} }
+  mutation UploadKnowledgeBaseUrl($projectID: ID, $url: String!, $name: String, $metadata: JSONObject, $overwrite: Boolean, $maxChunkSize: Int, $wait: Boolean, $environment: String, $tags: [String!]) {
+    document: uploadKnowledgeBaseUrl(projectID: $projectID, url: $url, name: $name, metadata: $metadata, overwrite: $overwrite, maxChunkSize: $maxChunkSize, wait: $wait, environment: $environment, tags: $tags) { ${kbDocumentFields} }
   }`;
 
 const kbReplaceOperations = `
@@ -1029,12 +1083,12 @@ const kbReplaceUrlBody = z.strictObject({
   }),
 });
 
-const kbQueryFields = `output chunks { score chunkID documentID content metadata source { type name url } }
+const kbQueryFields = `output chunks { score chunkID documentID content metadata source { type name url tags } }
   queryTokens answerTokens totalTokens model`;
 
 interface KbQueryData {
   output: string | null;
-  chunks: { source: { type: string; name: string; url: string | null } }[];
+  chunks: { source: { type: string; name: string; url: string | null; tags: string[] } }[];
 }
 
 const kbQueryRoute = (path: string, summary: string): RestRoute => ({
@@ -1049,11 +1103,123 @@ const kbQueryRoute = (path: string, summary: string): RestRoute => ({
     ...data.knowledgeBaseQuery,
     chunks: data.knowledgeBaseQuery.chunks.map((c) => ({
       ...c,
-      source: { type: c.source.type, name: c.source.name, ...(c.source.url !== null ? { url: c.source.url } : {}) },
+      source: {
+        type: c.source.type,
+        name: c.source.name,
+        ...(c.source.url !== null ? { url: c.source.url } : {}),
+        tags: c.source.tags,
+      },
     })),
   }),
   status: 200,
 });
+
+/** `DocumentDataUrl` of the original's documents: `type` defaults to "url"; other members are ignored. */
+const urlDocumentBody = z.object({
+  data: z.object({
+    type: z.literal('url', { error: 'must be "url" (upload files to /v1/knowledge-base/docs/upload)' }).optional(),
+    url: documentUrlSchema,
+    name: z.string().min(1).max(kbLimits.name).optional(),
+    metadata: metadataSchema.optional(),
+  }),
+});
+
+const chunkMetadataBody = z.object({ data: z.object({ metadata: metadataSchema }) });
+
+// ── Knowledge-base tags: the original's v3alpha routes (knowledge-base-tags.json) ────────────────
+
+const kbTagFields = 'tagID label';
+/** A tag as the original's documents answer it: `{data: [{data: {label, tagID}}]}`. */
+const kbTagList = (tags: { tagID: string; label: string }[]) => ({
+  data: tags.map((t) => ({ data: { label: t.label, tagID: t.tagID } })),
+});
+const tagLabelBody = z.object({ data: z.object({ label: tagLabelSchema }) });
+const tagLabelsBody = z.object({ data: z.object({ tags: tagLabelsSchema }) });
+const tagParams = z.object({ tagID: pathId('tag') });
+
+const kbTagRoutes: RestRoute[] = [
+  {
+    method: 'POST',
+    path: '/v3alpha/knowledge-base/tags',
+    summary:
+      'Create a tag: {data: {label}} (labels unique per project, 409 otherwise). Answers {data: [{data: {label, tagID}}]}.',
+    operation: `mutation CreateKnowledgeBaseTag($projectID: ID, $label: String!) {
+      tag: createKnowledgeBaseTag(projectID: $projectID, label: $label) { ${kbTagFields} }
+    }`,
+    query: z.object(kbProjectQuery),
+    body: tagLabelBody,
+    variables: ({ body, query }) => ({ projectID: query.projectID ?? null, label: body.data.label }),
+    result: (data) => kbTagList([data.tag]),
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/v3alpha/knowledge-base/tags',
+    summary: "The project's tags by label: {data: [{data: {label, tagID}}]}.",
+    operation: `query KnowledgeBaseTags($projectID: ID) { tags: knowledgeBaseTags(projectID: $projectID) { ${kbTagFields} } }`,
+    query: z.object(kbProjectQuery),
+    variables: ({ query }) => ({ projectID: query.projectID ?? null }),
+    result: (data) => kbTagList(data.tags),
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/v3alpha/knowledge-base/tags/:tagID',
+    summary: 'One tag: {data: [{data: {label, tagID}}]}.',
+    operation: `query KnowledgeBaseTag($tagID: ID!) { tag: knowledgeBaseTag(tagID: $tagID) { ${kbTagFields} } }`,
+    params: tagParams,
+    variables: ({ params }) => ({ tagID: params.tagID }),
+    result: (data) => kbTagList([data.tag]),
+    status: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/v3alpha/knowledge-base/tags/:tagID',
+    summary: 'Relabel a tag: {data: {label}}; documents keep it. Answers {data: [{data: {label, tagID}}]}.',
+    operation: `mutation UpdateKnowledgeBaseTag($tagID: ID!, $label: String!) {
+      tag: updateKnowledgeBaseTag(tagID: $tagID, label: $label) { ${kbTagFields} }
+    }`,
+    params: tagParams,
+    body: tagLabelBody,
+    variables: ({ params, body }) => ({ tagID: params.tagID, label: body.data.label }),
+    result: (data) => kbTagList([data.tag]),
+    status: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/v3alpha/knowledge-base/tags/:tagID',
+    summary: 'Delete a tag and detach it from every document: 200 with no content.',
+    operation: `mutation DeleteKnowledgeBaseTag($tagID: ID!) { deleteKnowledgeBaseTag(tagID: $tagID) }`,
+    params: tagParams,
+    variables: ({ params }) => ({ tagID: params.tagID }),
+    status: 200,
+  },
+  {
+    method: 'POST',
+    path: '/v3alpha/knowledge-base/docs/:documentID/tags/attach',
+    summary:
+      'Attach existing tags to a document: {data: {tags: [label]}}; an unknown label is a 404. 200 with no content.',
+    operation: `mutation AttachKnowledgeBaseTags($documentID: ID!, $tags: [String!]!) {
+      attachKnowledgeBaseTags(documentID: $documentID, tags: $tags) { documentID }
+    }`,
+    params: z.object({ documentID: pathId('document') }),
+    body: tagLabelsBody,
+    variables: ({ params, body }) => ({ documentID: params.documentID, tags: body.data.tags }),
+    status: 200,
+  },
+  {
+    method: 'POST',
+    path: '/v3alpha/knowledge-base/docs/:documentID/tags/detach',
+    summary: 'Detach tags from a document: {data: {tags: [label]}}; an unknown label is a 404. 200 with no content.',
+    operation: `mutation DetachKnowledgeBaseTags($documentID: ID!, $tags: [String!]!) {
+      detachKnowledgeBaseTags(documentID: $documentID, tags: $tags) { documentID }
+    }`,
+    params: z.object({ documentID: pathId('document') }),
+    body: tagLabelsBody,
+    variables: ({ params, body }) => ({ documentID: params.documentID, tags: body.data.tags }),
+    status: 200,
+  },
+];
 
 const kbRoutes: RestRoute[] = [
   {
@@ -1073,6 +1239,7 @@ const kbRoutes: RestRoute[] = [
         maxChunkSize: query.maxChunkSize,
         wait: query.wait,
         environment: query.environment ?? null,
+        tags: query.tags,
       };
       if (isFileUpload(body)) return { ...common, file: asFile(body), metadata: body.metadata ?? {} };
       return { ...common, url: body.data.url, name: body.data.name ?? null, metadata: body.data.metadata ?? {} };
@@ -1085,8 +1252,8 @@ const kbRoutes: RestRoute[] = [
     path: '/v1/knowledge-base/docs/upload/table',
     summary:
       'Upload a table: {data: {name, schema: {searchableFields, metadataFields}, items}}, one chunk per row. Query: overwrite, wait, environment (where its embedding tokens are charged).',
-    operation: `mutation UploadKnowledgeBaseTable($projectID: ID, $input: KnowledgeBaseTableInput!, $overwrite: Boolean, $wait: Boolean, $environment: String) {
-      document: uploadKnowledgeBaseTable(projectID: $projectID, input: $input, overwrite: $overwrite, wait: $wait, environment: $environment) { ${kbDocumentFields} }
+    operation: `mutation UploadKnowledgeBaseTable($projectID: ID, $input: KnowledgeBaseTableInput!, $overwrite: Boolean, $wait: Boolean, $environment: String, $tags: [String!]) {
+      document: uploadKnowledgeBaseTable(projectID: $projectID, input: $input, overwrite: $overwrite, wait: $wait, environment: $environment, tags: $tags) { ${kbDocumentFields} }
     }`,
     query: kbUploadQuery,
     body: tableUploadBody,
@@ -1096,6 +1263,7 @@ const kbRoutes: RestRoute[] = [
       overwrite: query.overwrite,
       wait: query.wait,
       environment: query.environment ?? null,
+      tags: query.tags,
     }),
     result: (data) => ({ data: kbDocument(data.document) }),
     status: 200,
@@ -1133,15 +1301,16 @@ const kbRoutes: RestRoute[] = [
   {
     method: 'GET',
     path: '/v1/knowledge-base/docs/:documentID',
-    summary: 'A document and its chunks in order: {data, chunks} (Parley addition).',
+    summary:
+      'A document and its chunks in order, as the original documents it: {data: [document], chunks: [{chunkID, content, position, tokens, metadata}]}.',
     operation: `query KnowledgeBaseDocument($documentID: ID!) {
-      knowledgeBaseDocument(documentID: $documentID) { ${kbDocumentFields} chunks { chunkID position content tokens metadata } }
+      knowledgeBaseDocument(documentID: $documentID) { ${kbDocumentFields} chunks { chunkID content position tokens metadata } }
     }`,
     params: z.object({ documentID: pathId('document') }),
     variables: ({ params }) => ({ documentID: params.documentID }),
     result: (data) => {
       const { chunks, ...document } = data.knowledgeBaseDocument;
-      return { data: kbDocument(document), chunks };
+      return { data: [kbOriginalDocument(document)], chunks };
     },
     status: 200,
   },
@@ -1157,6 +1326,7 @@ const kbRoutes: RestRoute[] = [
       maxChunkSize: queryInt({ min: kbLimits.chunkSize.min, max: kbLimits.chunkSize.max }),
       wait: queryBool(false),
       ...kbUnsupportedUploadOptions,
+      tags: refusedReplaceTags,
     }),
     body: kbReplaceUrlBody,
     multipart: { body: fileUploadForm },
@@ -1185,15 +1355,88 @@ const kbRoutes: RestRoute[] = [
   {
     method: 'DELETE',
     path: '/v1/knowledge-base/docs/:documentID',
-    summary: 'Delete a document, its chunks and their index entries (Parley addition).',
+    summary:
+      'Delete a document, its chunks and their index entries: 200 with no content, as the original documents it.',
     operation: `mutation DeleteKnowledgeBaseDocument($documentID: ID!) { deleteKnowledgeBaseDocument(documentID: $documentID) }`,
     params: z.object({ documentID: pathId('document') }),
     variables: ({ params }) => ({ documentID: params.documentID }),
-    status: 204,
+    status: 200,
+  },
+  {
+    method: 'POST',
+    path: '/v1/knowledge-base/docs/upload/url',
+    summary:
+      'Upload a web page: {data: {type: "url", url, name?, metadata?}}. Query: overwrite, maxChunkSize, tags, wait, environment. Answers {data: [document]} as the original documents it.',
+    operation: `mutation UploadKnowledgeBaseUrl($projectID: ID, $url: String!, $name: String, $metadata: JSONObject, $overwrite: Boolean, $maxChunkSize: Int, $wait: Boolean, $environment: String, $tags: [String!]) {
+      document: uploadKnowledgeBaseUrl(projectID: $projectID, url: $url, name: $name, metadata: $metadata, overwrite: $overwrite, maxChunkSize: $maxChunkSize, wait: $wait, environment: $environment, tags: $tags) { ${kbDocumentFields} }
+    }`,
+    query: kbUploadQuery,
+    body: urlDocumentBody,
+    variables: ({ body, query }) => ({
+      projectID: query.projectID ?? null,
+      url: body.data.url,
+      name: body.data.name ?? null,
+      metadata: body.data.metadata ?? {},
+      overwrite: query.overwrite,
+      maxChunkSize: query.maxChunkSize,
+      wait: query.wait,
+      environment: query.environment ?? null,
+      tags: query.tags,
+    }),
+    result: (data) => ({ data: [kbOriginalDocument(data.document)] }),
+    status: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/v1/knowledge-base/docs/:documentID/upload/url',
+    summary:
+      'Give a URL document a new URL (and name), fetched and indexed anew, keeping its ID: {data: {type: "url", url, name?, metadata?}}. Other documents: 400. Query: maxChunkSize, wait. Answers {data: [document]}.',
+    operation: `mutation ReplaceKnowledgeBaseUrl($documentID: ID!, $url: String!, $name: String, $metadata: JSONObject, $maxChunkSize: Int, $wait: Boolean) {
+      document: replaceKnowledgeBaseUrl(documentID: $documentID, url: $url, name: $name, metadata: $metadata, maxChunkSize: $maxChunkSize, wait: $wait) { ${kbDocumentFields} }
+    }`,
+    params: z.object({ documentID: pathId('document') }),
+    query: z.object({
+      maxChunkSize: queryInt({ min: kbLimits.chunkSize.min, max: kbLimits.chunkSize.max }),
+      wait: queryBool(false),
+      ...kbUnsupportedUploadOptions,
+      tags: refusedReplaceTags,
+    }),
+    body: urlDocumentBody,
+    variables: ({ params, body, query }) => ({
+      documentID: params.documentID,
+      url: body.data.url,
+      name: body.data.name ?? null,
+      metadata: body.data.metadata ?? null,
+      maxChunkSize: query.maxChunkSize ?? null,
+      wait: query.wait,
+    }),
+    result: (data) => ({ data: [kbOriginalDocument(data.document)] }),
+    status: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/v1/knowledge-base/docs/:documentID/chunk/:chunkID',
+    summary:
+      "Set metadata keys on one chunk: {data: {metadata}}, over the chunk's own and the document's; other chunks unchanged. Answers {data: document}.",
+    operation: `mutation UpdateKnowledgeBaseChunkMetadata($documentID: ID!, $chunkID: ID!, $metadata: JSONObject!) {
+      document: updateKnowledgeBaseChunkMetadata(documentID: $documentID, chunkID: $chunkID, metadata: $metadata) { ${kbDocumentFields} }
+    }`,
+    params: z.object({
+      documentID: pathId('document'),
+      chunkID: pathString,
+    }),
+    body: chunkMetadataBody,
+    variables: ({ params, body }) => ({
+      documentID: params.documentID,
+      chunkID: params.chunkID,
+      metadata: body.data.metadata,
+    }),
+    result: (data) => ({ data: kbOriginalDocument(data.document) }),
+    status: 200,
   },
   kbQueryRoute(
     '/v1/knowledge-base/query',
-    'Query the knowledge base: {question, chunkLimit (1-10, default 2), synthesis (default true), settings {model, temperature, system}, filters}.',
+    'Query the knowledge base: {question, chunkLimit (1-10, default 2), synthesis (default true), settings {model, temperature, system}, filters, tags {include, exclude, includeAllTagged, includeAllNonTagged}}.',
   ),
   kbQueryRoute('/knowledge-base/query', 'The same query at the path older clients use.'),
 ];
@@ -1205,4 +1448,5 @@ export const routes: readonly RestRoute[] = [
   ...dialogManagerRoutes,
   ...transcriptRoutes,
   ...kbRoutes,
+  ...kbTagRoutes,
 ];

@@ -33,6 +33,8 @@ type Kind =
   | 'property'
   | 'evaluation'
   | 'document'
+  | 'chunk'
+  | 'tag'
   | 'version'
   | 'apiKey'
   | 'integration';
@@ -407,6 +409,51 @@ const gqlCases: Record<string, GqlCase> = {
       e: [{ projectID: v['events.projectID'], environment: v['events.environment'], kind: 'transcript' }],
     }),
   },
+  'Query.knowledgeBaseTag': {
+    op: `query($t: ID!) { knowledgeBaseTag(tagID: $t) { tagID label } }`,
+    ids: { tagID: 'tag' },
+    vars: (v) => ({ t: v.tagID }),
+  },
+  'Query.knowledgeBaseTags': {
+    op: `query($p: ID) { knowledgeBaseTags(projectID: $p) { tagID } }`,
+    ids: { projectID: 'project' },
+    vars: (v) => ({ p: v.projectID }),
+  },
+  'Mutation.createKnowledgeBaseTag': {
+    op: `mutation($p: ID) { createKnowledgeBaseTag(projectID: $p, label: "cross") { tagID } }`,
+    ids: { projectID: 'project' },
+    vars: (v) => ({ p: v.projectID }),
+  },
+  'Mutation.updateKnowledgeBaseTag': {
+    op: `mutation($t: ID!) { updateKnowledgeBaseTag(tagID: $t, label: "renamed") { tagID } }`,
+    ids: { tagID: 'tag' },
+    vars: (v) => ({ t: v.tagID }),
+  },
+  'Mutation.deleteKnowledgeBaseTag': {
+    op: `mutation($t: ID!) { deleteKnowledgeBaseTag(tagID: $t) }`,
+    ids: { tagID: 'tag' },
+    vars: (v) => ({ t: v.tagID }),
+  },
+  'Mutation.attachKnowledgeBaseTags': {
+    op: `mutation($d: ID!) { attachKnowledgeBaseTags(documentID: $d, tags: ["seed"]) { documentID } }`,
+    ids: { documentID: 'document' },
+    vars: (v) => ({ d: v.documentID }),
+  },
+  'Mutation.detachKnowledgeBaseTags': {
+    op: `mutation($d: ID!) { detachKnowledgeBaseTags(documentID: $d, tags: ["seed"]) { documentID } }`,
+    ids: { documentID: 'document' },
+    vars: (v) => ({ d: v.documentID }),
+  },
+  'Mutation.replaceKnowledgeBaseUrl': {
+    op: `mutation($d: ID!) { replaceKnowledgeBaseUrl(documentID: $d, url: "https://example.com/doc") { documentID } }`,
+    ids: { documentID: 'document' },
+    vars: (v) => ({ d: v.documentID }),
+  },
+  'Mutation.updateKnowledgeBaseChunkMetadata': {
+    op: `mutation($d: ID!, $c: ID!) { updateKnowledgeBaseChunkMetadata(documentID: $d, chunkID: $c, metadata: { k: 1 }) { documentID } }`,
+    ids: { documentID: 'document', chunkID: 'chunk' },
+    vars: (v) => ({ d: v.documentID, c: v.chunkID }),
+  },
   'Mutation.replaceKnowledgeBaseDocument': {
     op: `mutation($d: ID!) { replaceKnowledgeBaseDocument(documentID: $d, url: "https://example.com/doc") { documentID } }`,
     ids: { documentID: 'document' },
@@ -759,6 +806,66 @@ const restCases: Record<string, RestCase> = {
       body: { data: { name: 't', schema: { searchableFields: ['q'] }, items: [{ q: 'x' }] } },
     }),
   },
+  'POST /v1/knowledge-base/docs/upload/url': {
+    ids: { projectID: 'project' },
+    req: (v) => ({
+      path: '/v1/knowledge-base/docs/upload/url',
+      query: { projectID: v.projectID },
+      body: { data: { type: 'url', url: 'https://example.com/page' } },
+    }),
+  },
+  'PUT /v1/knowledge-base/docs/:documentID/upload/url': {
+    ids: { documentID: 'document' },
+    req: (v) => ({
+      path: `/v1/knowledge-base/docs/${v.documentID}/upload/url`,
+      body: { data: { type: 'url', url: 'https://example.com/doc' } },
+    }),
+  },
+  'PATCH /v1/knowledge-base/docs/:documentID/chunk/:chunkID': {
+    ids: { documentID: 'document', chunkID: 'chunk' },
+    req: (v) => ({
+      path: `/v1/knowledge-base/docs/${v.documentID}/chunk/${v.chunkID}`,
+      body: { data: { metadata: { k: 1 } } },
+    }),
+  },
+  'POST /v3alpha/knowledge-base/tags': {
+    ids: { projectID: 'project' },
+    req: (v) => ({
+      path: '/v3alpha/knowledge-base/tags',
+      query: { projectID: v.projectID },
+      body: { data: { label: 'cross' } },
+    }),
+  },
+  'GET /v3alpha/knowledge-base/tags': {
+    ids: { projectID: 'project' },
+    req: (v) => ({ path: '/v3alpha/knowledge-base/tags', query: { projectID: v.projectID } }),
+  },
+  'GET /v3alpha/knowledge-base/tags/:tagID': {
+    ids: { tagID: 'tag' },
+    req: (v) => ({ path: `/v3alpha/knowledge-base/tags/${v.tagID}` }),
+  },
+  'PATCH /v3alpha/knowledge-base/tags/:tagID': {
+    ids: { tagID: 'tag' },
+    req: (v) => ({ path: `/v3alpha/knowledge-base/tags/${v.tagID}`, body: { data: { label: 'renamed' } } }),
+  },
+  'DELETE /v3alpha/knowledge-base/tags/:tagID': {
+    ids: { tagID: 'tag' },
+    req: (v) => ({ path: `/v3alpha/knowledge-base/tags/${v.tagID}` }),
+  },
+  'POST /v3alpha/knowledge-base/docs/:documentID/tags/attach': {
+    ids: { documentID: 'document' },
+    req: (v) => ({
+      path: `/v3alpha/knowledge-base/docs/${v.documentID}/tags/attach`,
+      body: { data: { tags: ['seed'] } },
+    }),
+  },
+  'POST /v3alpha/knowledge-base/docs/:documentID/tags/detach': {
+    ids: { documentID: 'document' },
+    req: (v) => ({
+      path: `/v3alpha/knowledge-base/docs/${v.documentID}/tags/detach`,
+      body: { data: { tags: ['seed'] } },
+    }),
+  },
   'GET /v1/knowledge-base/docs': {
     ids: { projectID: 'project' },
     req: (v) => ({ path: '/v1/knowledge-base/docs', query: { projectID: v.projectID } }),
@@ -893,9 +1000,10 @@ describeEachDatabase('another tenant’s resource answers as a missing one', (pr
       { i: { ...evaluationBody(p.projectID), name: 'seed' } },
     );
     const document = await gqlAsOperator(
-      `mutation($p: ID) { uploadKnowledgeBaseTable(projectID: $p, input: { name: "seed", schema: { searchableFields: ["q"] }, items: [{ q: "x" }] }) { documentID } }`,
+      `mutation($p: ID) { uploadKnowledgeBaseTable(projectID: $p, wait: true, tags: ["seed"], input: { name: "seed", schema: { searchableFields: ["q"] }, items: [{ q: "x" }] }) { documentID chunks { chunkID } } }`,
       { p: p.projectID },
     );
+    const tag = await gqlAsOperator(`query($p: ID) { knowledgeBaseTags(projectID: $p) { tagID } }`, { p: p.projectID });
     const published = await publish(t.app, p.projectID, program);
     const integration = await gqlAsOperator(
       `mutation($p: ID!) { createIntegration(input: { projectID: $p, name: "seed", url: "https://mcp.example.com/mcp" }) { id } }`,
@@ -909,6 +1017,8 @@ describeEachDatabase('another tenant’s resource answers as a missing one', (pr
       property: property.createTranscriptProperty.id,
       evaluation: evaluation.createTranscriptEvaluation.id,
       document: document.uploadKnowledgeBaseTable.documentID,
+      chunk: document.uploadKnowledgeBaseTable.chunks[0].chunkID,
+      tag: tag.knowledgeBaseTags[0].tagID,
       version: published.version.id,
       apiKey: key.key.id,
       integration: integration.createIntegration.id,
@@ -930,6 +1040,9 @@ describeEachDatabase('another tenant’s resource answers as a missing one', (pr
       await prisma.evaluation.findMany({ where, orderBy: { id: 'asc' } }),
       await prisma.evaluationResult.findMany({ where: { evaluation: where }, orderBy: { transcriptId: 'asc' } }),
       await prisma.kbDocument.findMany({ where, orderBy: { id: 'asc' } }),
+      await prisma.kbChunk.findMany({ where, orderBy: { seq: 'asc' } }),
+      await prisma.kbTag.findMany({ where, orderBy: { id: 'asc' } }),
+      await prisma.kbDocumentTag.findMany({ where: { tag: where }, orderBy: { tagId: 'asc' } }),
       await prisma.agentVersion.findMany({ where, orderBy: { id: 'asc' } }),
       await prisma.integration.findMany({ where, orderBy: { id: 'asc' } }),
       await prisma.agentDeployment.findMany({ where: { environment: where }, orderBy: { environmentId: 'asc' } }),

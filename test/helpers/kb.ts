@@ -55,7 +55,8 @@ export async function waitForStatus(app: TestApp, key: string, documentID: strin
   for (;;) {
     const res = await app.http('GET', `/v1/knowledge-base/docs/${documentID}`, { key });
     if (res.status !== 200) throw new Error(`GET document: ${res.status} ${res.text}`);
-    if (res.body.data.status.type !== 'PENDING') return res.body;
+    // The original's shape: {data: [document], chunks}, the status as its name.
+    if (res.body.data[0].status !== 'PENDING') return res.body;
     if (Date.now() > deadline) throw new Error(`document ${documentID} still PENDING after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
   }

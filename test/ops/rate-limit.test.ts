@@ -51,6 +51,8 @@ describe(`rate limits in memory [${provider}]`, () => {
     expect(groupOfPath('/v1/knowledge-base/query')).toBe('kb-query');
     expect(groupOfPath('/knowledge-base/query')).toBe('kb-query');
     expect(groupOfPath('/v1/knowledge-base/docs/0123456789abcdef01234567/upload')).toBe('kb-upload');
+    expect(groupOfPath('/v1/knowledge-base/docs/0123456789abcdef01234567/upload/url')).toBe('kb-upload');
+    expect(groupOfPath('/v1/knowledge-base/docs/upload/url')).toBe('kb-upload');
     expect(groupOfPath('/v1/knowledge-base/docs/0123456789abcdef01234567')).toBe('default');
     expect(groupOfPath('/v1/transcript/abc')).toBe('default');
     const fields = fieldGroupsOf(routes);
@@ -59,6 +61,7 @@ describe(`rate limits in memory [${provider}]`, () => {
     expect(fields.get('uploadKnowledgeBaseFile')).toBe('kb-upload');
     expect(fields.get('uploadKnowledgeBaseUrl')).toBe('kb-upload');
     expect(fields.get('replaceKnowledgeBaseDocument')).toBe('kb-upload');
+    expect(fields.get('replaceKnowledgeBaseUrl')).toBe('kb-upload');
     expect(fields.get('knowledgeBaseQuery')).toBe('kb-query');
     expect(fields.get('knowledgeBaseAnswer')).toBe('kb-query');
     expect(fields.get('transcripts')).toBeUndefined();

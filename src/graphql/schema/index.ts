@@ -7,6 +7,7 @@ import './usage';
 import './transcripts';
 import './evaluations';
 import './knowledge-base';
+import './knowledge-base-tags';
 import './integrations';
 import './webchat';
 

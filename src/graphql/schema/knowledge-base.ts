@@ -10,6 +10,7 @@ import {
   kbDocumentTypes,
   listDocuments,
   replaceDocument,
+  updateChunkMetadata,
   updateDocumentMetadata,
   uploadDocument,
   waitForDocument,
@@ -24,6 +25,7 @@ import {
   queryKnowledgeBase,
   streamKnowledgeBaseAnswer,
 } from '../../kb/query';
+import { uploadTagLabelsSchema } from '../../kb/tags';
 import {
   documentUrlSchema,
   type KbQueryInput,
@@ -38,6 +40,7 @@ import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from '../../lib/storable-text
 import { requireOwned, requireProjectOrKeyProject } from '../access';
 import { builder } from '../builder';
 import type { Context } from '../context';
+import { KbQueryTagsInput } from './knowledge-base-tags';
 
 /**
  * The knowledge base (DECISIONS.md §7): documents uploaded as files, URLs or tables, their chunks,
@@ -160,6 +163,12 @@ const KbDocumentType = builder.prismaObject('KbDocument', {
       select: { status: true, statusDetail: true },
       resolve: (d) => ({ type: d.status, data: d.statusDetail }),
     }),
+    tags: t.field({
+      type: ['String'],
+      description: 'The labels of the tags attached to the document, in order.',
+      select: { tags: { select: { tag: { select: { label: true } } } } },
+      resolve: (d) => d.tags.map((link) => link.tag.label).sort(),
+    }),
     chunkCount: t.exposeInt('chunkCount', { description: 'Chunks currently searchable.' }),
     maxChunkSize: t.exposeInt('maxChunkSize', { description: 'Most tokens per chunk.' }),
     revision: t.exposeInt('revision', { description: 'Counts uploads of new content, from 1.' }),
@@ -189,6 +198,7 @@ const KbChunkSourceType = builder.objectRef<KbQueryChunk['source']>('KnowledgeBa
     type: t.exposeString('type'),
     name: t.exposeString('name'),
     url: t.string({ nullable: true, resolve: (s) => s.url ?? null }),
+    tags: t.exposeStringList('tags', { description: "The labels of the document's tags." }),
   }),
 });
 
@@ -277,6 +287,7 @@ const KbQueryInputType = builder.inputType('KnowledgeBaseQueryInput', {
       type: 'JSON',
       description: 'A metadata filter object (docs/knowledge-base-filters.md); 422 when invalid.',
     }),
+    tags: t.field({ type: KbQueryTagsInput, description: 'Which documents may answer, by their tags.' }),
     projectID: t.id({ description: "Default: the API key's project." }),
     environment: t.string({
       description: 'The environment usage is counted under (ID or alias; default development).',
@@ -297,6 +308,7 @@ async function queryRequest(ctx: Context, input: KbQueryInput, signal?: AbortSig
     synthesis: input.synthesis,
     settings: input.settings,
     filter,
+    tags: input.tags,
     signal,
   };
 }
@@ -325,6 +337,10 @@ const uploadArgs = (t: Parameters<Parameters<typeof builder.mutationFields>[0]>[
   maxChunkSize: t.arg.int({ defaultValue: kbLimits.chunkSize.default, validate: maxChunkSizeSchema.nullish() }),
   wait: t.arg.boolean({ defaultValue: false, description: 'Answer once ingestion finished (SUCCESS or ERROR).' }),
   environment: environmentArg(t),
+  tags: t.arg.stringList({
+    validate: uploadTagLabelsSchema.nullish(),
+    description: 'Labels of tags to attach (created when the project has none by that label).',
+  }),
 });
 
 // ── Root fields ─────────────────────────────────────────────────────────────────────────────────
@@ -396,6 +412,7 @@ builder.mutationFields((t) => ({
         overwrite: args.overwrite ?? false,
         maxChunkSize: args.maxChunkSize ?? undefined,
         environment: args.environment ?? null,
+        tags: args.tags ?? undefined,
       });
       const settled = await afterUpload(ctx, doc, args.wait);
       return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id: settled.id } });
@@ -421,6 +438,7 @@ builder.mutationFields((t) => ({
         overwrite: args.overwrite ?? false,
         maxChunkSize: args.maxChunkSize ?? undefined,
         environment: args.environment ?? null,
+        tags: args.tags ?? undefined,
       });
       const settled = await afterUpload(ctx, doc, args.wait);
       return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id: settled.id } });
@@ -436,6 +454,10 @@ builder.mutationFields((t) => ({
       overwrite: t.arg.boolean({ defaultValue: false, description: 'Replace the newest table with the same name.' }),
       wait: t.arg.boolean({ defaultValue: false }),
       environment: environmentArg(t),
+      tags: t.arg.stringList({
+        validate: uploadTagLabelsSchema.nullish(),
+        description: 'Labels of tags to attach (created when the project has none by that label).',
+      }),
     },
     resolve: async (query, _root, args, ctx) => {
       const project = await requireProjectOrKeyProject(ctx, args.projectID ? String(args.projectID) : null);
@@ -446,6 +468,7 @@ builder.mutationFields((t) => ({
         metadata: input.metadata ?? {},
         overwrite: args.overwrite ?? false,
         environment: args.environment ?? null,
+        tags: args.tags ?? undefined,
       });
       const settled = await afterUpload(ctx, doc, args.wait);
       return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id: settled.id } });
@@ -493,6 +516,50 @@ builder.mutationFields((t) => ({
       return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id: settled.id } });
     },
   }),
+  replaceKnowledgeBaseUrl: t.prismaField({
+    type: KbDocumentType,
+    description:
+      'Gives a URL document a new URL (and name), fetched and indexed anew, keeping its documentID. Other documents: 400.',
+    authScopes: { scope: 'kb:write' },
+    args: {
+      documentID: t.arg.id({ required: true }),
+      url: t.arg.string({ required: true, validate: documentUrlSchema }),
+      name: t.arg.string({
+        description: 'Default: the URL.',
+        validate: z.string().min(1).max(kbLimits.name).refine(isStorableText, UNSTORABLE_TEXT_MESSAGE).nullish(),
+      }),
+      metadata: t.arg({
+        type: 'JSONObject',
+        validate: metadataSchema.nullish(),
+        description: "Default: keep the document's.",
+      }),
+      maxChunkSize: t.arg.int({ validate: maxChunkSizeSchema.nullish() }),
+      wait: t.arg.boolean({ defaultValue: false }),
+    },
+    resolve: async (query, _root, args, ctx) => {
+      const documentId = String(args.documentID);
+      const { id: projectId } = await requireOwned(ctx, 'Document', documentId);
+      const current = await ctx.services.db.prisma.kbDocument.findUniqueOrThrow({
+        where: { id: documentId },
+        select: { kind: true },
+      });
+      if (current.kind !== 'url') {
+        throw new AppError(
+          'VALIDATION_FAILED',
+          `Document "${documentId}" is a ${current.kind}, not a URL: replace it with PUT /v1/knowledge-base/docs/{documentID}/upload.`,
+        );
+      }
+      const doc = await replaceDocument(kbDeps(ctx), {
+        projectId,
+        documentId,
+        source: { kind: 'url', url: args.url, name: args.name ?? undefined },
+        metadata: args.metadata ?? undefined,
+        maxChunkSize: args.maxChunkSize ?? undefined,
+      });
+      const settled = await afterUpload(ctx, doc, args.wait);
+      return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id: settled.id } });
+    },
+  }),
   updateKnowledgeBaseDocumentMetadata: t.prismaField({
     type: KbDocumentType,
     description: 'Replaces the metadata of a document and, at once, of its chunks.',
@@ -505,6 +572,28 @@ builder.mutationFields((t) => ({
       const documentId = String(args.documentID);
       const { id: projectId } = await requireOwned(ctx, 'Document', documentId);
       await updateDocumentMetadata(kbDeps(ctx), { projectId, documentId, metadata: args.metadata });
+      return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id: documentId } });
+    },
+  }),
+  updateKnowledgeBaseChunkMetadata: t.prismaField({
+    type: KbDocumentType,
+    description:
+      "Sets metadata keys on one chunk, over its own and the document's; other chunks are unchanged. Returns the document.",
+    authScopes: { scope: 'kb:write' },
+    args: {
+      documentID: t.arg.id({ required: true }),
+      chunkID: t.arg.id({ required: true }),
+      metadata: t.arg({ type: 'JSONObject', required: true, validate: metadataSchema }),
+    },
+    resolve: async (query, _root, args, ctx) => {
+      const documentId = String(args.documentID);
+      const { id: projectId } = await requireOwned(ctx, 'Document', documentId);
+      await updateChunkMetadata(ctx.services.db, {
+        projectId,
+        documentId,
+        chunkId: String(args.chunkID),
+        metadata: args.metadata,
+      });
       return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id: documentId } });
     },
   }),
