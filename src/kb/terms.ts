@@ -50,7 +50,7 @@ export function tsqueryAnd(terms: readonly string[]): string {
 }
 
 /**
- * A term is common when more than this share of the chunks hold it (and more than
+ * A term is common when at least this share of the chunks hold it (and at least
  * MIN_COMMON_CHUNKS of them): like a stop word, it says little about which chunk answers.
  */
 export const COMMON_TERM_SHARE = 0.05;
@@ -72,8 +72,8 @@ export interface TermTier {
  * The full-text queries to try, in order, given how many chunks hold each term (counted up to the
  * common threshold, see `commonTermThreshold`). Retrieval stops at the first tier that finds a chunk.
  *
- * This is inverse-document-frequency weighting applied to matching: a term held by more than
- * COMMON_TERM_SHARE of the chunks would otherwise make most of the corpus a match, all of which
+ * This is inverse-document-frequency weighting applied to matching: a term held by
+ * COMMON_TERM_SHARE of the chunks or more would otherwise make most of the corpus a match, all of which
  * must be ranked, and it adds little to a chunk's score anyway (BM25's IDF of a term in 5 % of
  * the chunks is about a third of that of a term in 0.01 %).
  * - Distinctive terms (held by a few chunks, never by none) match on their own, any of them.
