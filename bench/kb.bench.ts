@@ -237,7 +237,8 @@ async function measure(ctx: BenchContext, provider: Provider): Promise<void> {
     );
 
     const rows: (string | number)[][] = [['query', 'path', 'p50 ms', 'p95 ms', 'p99 ms', 'matches', 'ratio']];
-    const runs = ctx.quick ? 40 : QUERY_RUNS;
+    // --quick checks that the suite works and keeps the whole run under two minutes.
+    const runs = ctx.quick ? 20 : QUERY_RUNS;
     for (const c of cases) {
       const body = JSON.stringify({
         question: c.question,
