@@ -2,10 +2,12 @@
  * npm run bench [-- <suite>... ] [--providers sqlite,postgresql] [--quick]
  *
  * Runs the benchmark suites (all by default) and prints their figures, each beside a baseline
- * measured in the same run. PostgreSQL runs on PARLEY_PG_ADMIN_URL (default the local server).
+ * measured in the same run, then the table of issue 17 (bench/targets.ts): every measure with its
+ * ratio and target, pass or miss. PostgreSQL runs on PARLEY_PG_ADMIN_URL (default the local server).
  */
 import { defaultBenchContext } from './lib';
 import { suites } from './suites';
+import { printTargets } from './targets';
 
 const { ctx, names } = defaultBenchContext(process.argv.slice(2));
 const unknown = names.filter((n) => !suites.some((s) => s.name === n));
@@ -23,4 +25,5 @@ for (const suite of selected) {
   await suite.run(ctx);
   console.log(`(${suite.name} took ${((performance.now() - started) / 1000).toFixed(1)} s)`);
 }
+printTargets();
 process.exit(0);

@@ -1,6 +1,15 @@
 import type { Db } from '../db/client';
 import { Prisma } from '../generated/sqlite/client';
-import { fts5OrQuery, questionTerms, tsqueryOr } from './terms';
+import {
+  commonTermThreshold,
+  fts5AndQuery,
+  fts5OrQuery,
+  planTermTiers,
+  questionTerms,
+  type TermTier,
+  tsqueryAnd,
+  tsqueryOr,
+} from './terms';
 import { similaritySql } from './vectors';
 
 /**
@@ -8,6 +17,14 @@ import { similaritySql } from './vectors';
  * when embeddings are on, nearest chunks by cosine similarity, merged by reciprocal rank fusion.
  * The metadata filter (src/kb/filter) is part of each query's WHERE clause, so ranking and the
  * limit apply to matching chunks only; nothing is filtered after the fact in memory.
+ *
+ * Full-text matching is tiered by how common the question's terms are (planTermTiers): terms most
+ * chunks hold do not make every chunk a match, so the ranking only ever sees the chunks that hold
+ * the question's distinctive terms, or all of its common ones, and stops at the first tier that
+ * finds something. How the filter and the match meet is left to each engine's plan: on SQLite the
+ * FTS5 table drives (the filter is tested on the matches), on PostgreSQL the planner starts from
+ * the GIN index on metadata when the filter is selective and from the full-text GIN index when
+ * it is not (docs/performance.md, "Knowledge-base retrieval").
  */
 
 export interface RetrievedChunk {
@@ -55,24 +72,87 @@ export const metadataColumn = Prisma.raw('c."metadata"');
  */
 export function fullTextSql(
   provider: Db['provider'],
-  input: { projectId: string; terms: readonly string[]; filter: Prisma.Sql; limit: number },
+  input: { projectId: string; terms: readonly string[]; mode?: TermTier['mode']; filter: Prisma.Sql; limit: number },
 ): Prisma.Sql {
+  const all = input.mode === 'all';
   if (provider === 'sqlite') {
     return Prisma.sql`
       SELECT c."seq", c."id", c."documentId", c."content", c."metadata", -bm25("kb_chunk_fts") AS "score"
       FROM "kb_chunk_fts" CROSS JOIN "KbChunk" AS c ON c."seq" = "kb_chunk_fts".rowid
-      WHERE "kb_chunk_fts" MATCH ${fts5OrQuery(input.terms)} AND c."projectId" = ${input.projectId} AND (${input.filter})
+      WHERE "kb_chunk_fts" MATCH ${all ? fts5AndQuery(input.terms) : fts5OrQuery(input.terms)} AND c."projectId" = ${input.projectId} AND (${input.filter})
       ORDER BY bm25("kb_chunk_fts"), c."seq"
       LIMIT ${input.limit}`;
   }
   return Prisma.sql`
     SELECT c."seq", c."id", c."documentId", c."content", c."metadata", ts_rank_cd(s."tsv", q.query, 1) AS "score"
-    FROM to_tsquery('english', ${tsqueryOr(input.terms)}) AS q(query)
+    FROM to_tsquery('english', ${all ? tsqueryAnd(input.terms) : tsqueryOr(input.terms)}) AS q(query)
     JOIN "kb_chunk_search" AS s ON s."tsv" @@ q.query
     JOIN "KbChunk" AS c ON c."seq" = s."seq"
     WHERE c."projectId" = ${input.projectId} AND (${input.filter})
     ORDER BY "score" DESC, c."seq"
     LIMIT ${input.limit}`;
+}
+
+/**
+ * How many chunks hold each term, over the whole index (all projects together: a term is common
+ * or not for the installation, which is what makes its matches expensive).
+ * - SQLite counts the term's FTS5 matches up to `cap` (the common threshold: beyond it the exact
+ *   number does not matter, and counting stops there; a walk of part of one doclist).
+ * - PostgreSQL reads the statistics ANALYZE keeps on the tsvector column (`most_common_elems`
+ *   and their frequencies, sampled): counting matches there would build the whole bitmap of a
+ *   common term. A term the statistics do not list is rarer than every term they do: it is
+ *   counted as held by one chunk (distinctive), so it is searched, never dropped.
+ */
+async function countTermChunks(db: Db, terms: readonly string[], total: number, cap: number): Promise<number[]> {
+  if (db.provider === 'sqlite') {
+    const counts = terms.map(
+      (term, i) =>
+        Prisma.sql`(SELECT count(*) FROM (SELECT 1 FROM "kb_chunk_fts" WHERE "kb_chunk_fts" MATCH ${fts5OrQuery([term])} LIMIT ${cap})) AS ${Prisma.raw(`"n${i}"`)}`,
+    );
+    const [row] = await db.prisma.$queryRaw<Record<string, number | bigint>[]>(
+      Prisma.sql`SELECT ${Prisma.join(counts, ', ')}`,
+    );
+    return terms.map((_, i) => Number(row?.[`n${i}`] ?? 0));
+  }
+  const rows = await db.prisma.$queryRaw<{ i: number | bigint; share: number | null }[]>`
+    SELECT q.i, (
+      SELECT s.most_common_elem_freqs[array_position(s.most_common_elems::text::text[], l.lexeme)]
+      FROM pg_stats AS s
+      WHERE s.schemaname = current_schema() AND s.tablename = 'kb_chunk_search' AND s.attname = 'tsv'
+    ) AS share
+    FROM unnest(${terms as string[]}::text[]) WITH ORDINALITY AS q(term, i)
+    LEFT JOIN LATERAL (SELECT min(v.lexeme) AS lexeme FROM unnest(to_tsvector('english', q.term)) AS v) AS l ON TRUE`;
+  const shares = new Map(rows.map((r) => [Number(r.i), r.share]));
+  return terms.map((_, i) => {
+    const share = shares.get(i + 1);
+    return share == null ? 1 : Math.max(1, Math.round(share * total));
+  });
+}
+
+/**
+ * The number of chunks in the index. SQLite counts them (a walk of the smallest index, well under
+ * a millisecond at 200k chunks); PostgreSQL reads the planner's estimate, kept by (auto)ANALYZE,
+ * since an exact count(*) there reads every visible row.
+ */
+async function totalChunks(db: Db): Promise<number> {
+  const [row] =
+    db.provider === 'sqlite'
+      ? await db.prisma.$queryRaw<{ n: number | bigint }[]>`SELECT count(*) AS "n" FROM "KbChunk"`
+      : await db.prisma.$queryRaw<{ n: number | bigint }[]>`
+          SELECT greatest(reltuples, 0)::bigint AS "n" FROM pg_class WHERE oid = '"KbChunk"'::regclass`;
+  return Number(row?.n ?? 0);
+}
+
+/** The full-text tiers for a question's terms (planTermTiers), from the index's term counts. */
+export async function termTiers(db: Db, terms: readonly string[]): Promise<TermTier[]> {
+  if (terms.length === 0) return [];
+  const total = await totalChunks(db);
+  const threshold = commonTermThreshold(total);
+  const counts = await countTermChunks(db, terms, total, threshold);
+  return planTermTiers(
+    terms.map((term, i) => ({ term, chunks: counts[i] ?? 0 })),
+    threshold,
+  );
 }
 
 function vectorSql(
@@ -120,13 +200,21 @@ export async function searchChunks(db: Db, input: SearchInput): Promise<Retrieve
   const terms = questionTerms(input.question);
   const hybrid = Boolean(input.queryVector);
   const candidates = hybrid ? Math.max(MIN_CANDIDATES, input.limit * CANDIDATES_PER_RESULT) : input.limit;
-  const fullText = terms.length
-    ? (
-        await db.prisma.$queryRaw<ChunkRow[]>(
-          fullTextSql(db.provider, { projectId: input.projectId, terms, filter: input.filter, limit: candidates }),
-        )
-      ).map(toChunk)
-    : [];
+  let fullText: RetrievedChunk[] = [];
+  for (const tier of await termTiers(db, terms)) {
+    fullText = (
+      await db.prisma.$queryRaw<ChunkRow[]>(
+        fullTextSql(db.provider, {
+          projectId: input.projectId,
+          terms: tier.terms,
+          mode: tier.mode,
+          filter: input.filter,
+          limit: candidates,
+        }),
+      )
+    ).map(toChunk);
+    if (fullText.length) break;
+  }
   if (!input.queryVector) return fullText;
   const nearest = (
     await db.prisma.$queryRaw<ChunkRow[]>(
