@@ -28,6 +28,7 @@ import type {
 } from './steps/step-type';
 import { createTraceFormatter, type OutputTrace, type TraceProfile } from './trace-format';
 import type { TurnRecord, TurnRecorder } from './turn-record';
+import { createTurnRecordBatcher } from './turn-record-batcher';
 import { settleTurn, type TurnEnd, type TurnSettlementDeps } from './turn-settlement';
 import { cloneState, emptyState, type RuntimeAction, type RuntimeState, type Trace } from './types';
 import type { RequestConfig } from './validation';
@@ -191,10 +192,12 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     askKnowledgeBase: opts.askKnowledgeBase ? (question) => opts.askKnowledgeBase!(scope, question) : undefined,
     integrations: opts.integrations?.(scope),
   });
+  const outboxDeps = { db, recorder: opts.recorder, logger };
   const settlementDeps: TurnSettlementDeps = {
     db,
     states,
-    outbox: { db, recorder: opts.recorder, logger },
+    outbox: outboxDeps,
+    batcher: opts.recorder.recordBatch ? createTurnRecordBatcher(outboxDeps) : null,
     log,
     onTurnFinished: opts.onTurnFinished,
   };
