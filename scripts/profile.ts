@@ -46,6 +46,8 @@ const child = fork(join(import.meta.dirname, 'profile-server.ts'), [provider, sc
   execArgv: ['--import', 'tsx'],
   stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
 });
+// The server must not outlive this script (it would hold the terminal's output open).
+process.on('exit', () => child.kill());
 const nextMessage = <T>(key: string) =>
   new Promise<T>((resolve, reject) => {
     const onMessage = (m: Record<string, unknown>) => {
@@ -107,6 +109,8 @@ async function drive(durationSeconds: number, tag: string): Promise<number> {
     body: request.body,
     connections: scenario === 'kb-query' ? 2 : 10,
     duration: durationSeconds,
+    // On a busy shared machine a request can take longer than autocannon's default 10 s.
+    timeout: 60,
     ...('setup' in request ? { requests: [{ setupRequest: request.setup }] } : {}),
   });
   if (result.non2xx || result.errors) throw new Error(`${result.non2xx} non-2xx, ${result.errors} errors`);

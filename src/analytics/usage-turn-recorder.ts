@@ -1,6 +1,12 @@
 import type { TurnRecord, TurnRecorder } from '../runtime/turn-record';
-import type { UsageEvent } from './events';
-import { recordUsageEvents, type UsageWriterDeps } from './usage-event-writer';
+import { type UsageEvent, usageLimits } from './events';
+import {
+  publishUsageCounters,
+  type RecordedUsage,
+  recordUsageEvents,
+  type UsageWriterDeps,
+  writeUsageEvents,
+} from './usage-event-writer';
 
 /**
  * The usage events of one turn (DECISIONS.md §4): an interaction by action type (its user counts
@@ -99,12 +105,27 @@ export function usageEventsOfTurn(turn: TurnRecord): UsageEvent[] {
 
 /**
  * The TurnRecorder of usage analytics: writes each turn's usage events (`usageEventsOfTurn`) in a
- * transaction of their own and announces the changed counters.
+ * transaction of their own (or, for a batch of turns, in the batch's transaction) and announces the
+ * changed counters.
  */
 export function createUsageTurnRecorder(deps: UsageWriterDeps): TurnRecorder {
   return {
     async record(turn) {
       await recordUsageEvents(deps, usageEventsOfTurn(turn));
+    },
+
+    async recordBatch(tx, turns) {
+      // The events of many turns in a few multi-row statements, rollups updated once per batch.
+      const events = turns.flatMap(usageEventsOfTurn);
+      const recorded: RecordedUsage[] = [];
+      for (let i = 0; i < events.length; i += usageLimits.writeBatch) {
+        recorded.push(
+          await writeUsageEvents(tx, events.slice(i, i + usageLimits.writeBatch), { provider: deps.db.provider }),
+        );
+      }
+      return () => {
+        if (deps.pubsub) for (const r of recorded) publishUsageCounters(deps.pubsub, r);
+      };
     },
   };
 }

@@ -81,7 +81,10 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
     adapter.connect = async () => {
       const connected = await connect();
       const client = (connected as unknown as { client?: BetterSqlite3.Database }).client;
-      if (client) vectorSupport = addVectorFunctions(client);
+      if (client) {
+        vectorSupport = addVectorFunctions(client);
+        (connected as unknown as { client: unknown }).client = withStatementCache(client);
+      }
       return serializeWithTransactions(connected);
     };
     base = new SqliteClient({
@@ -183,6 +186,54 @@ function addVectorFunctions(client: BetterSqlite3.Database): VectorSupport {
     );
     return 'sqlite-js';
   }
+}
+
+/** Prepared statements kept per connection (distinct SQL texts; Parley's hot paths use a few dozen). */
+const statementCacheSize = 500;
+
+/**
+ * The connection as the Prisma adapter sees it, with its prepared statements reused: the adapter
+ * prepares every statement anew (`prepare(sql).bind(args).run()`, SQLite parsing and planning the
+ * SQL each time), here a statement is prepared once per SQL text and run with each call's
+ * arguments. A statement's arguments are passed to each run, never bound to it, so one statement
+ * serves every call; better-sqlite3 runs a statement to completion synchronously, so calls never
+ * share one mid-run. Only `prepare` differs from the connection; everything else is its own.
+ */
+function withStatementCache(client: BetterSqlite3.Database): BetterSqlite3.Database {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  const statementOf = (sql: string) => {
+    let stmt = cache.get(sql);
+    if (stmt) {
+      // Most recently used last, so the oldest goes first when the cache is full.
+      cache.delete(sql);
+    } else {
+      stmt = client.prepare(sql);
+      if (cache.size >= statementCacheSize) cache.delete(cache.keys().next().value as string);
+    }
+    cache.set(sql, stmt);
+    return stmt;
+  };
+  const run = (stmt: BetterSqlite3.Statement, args: unknown[]) => ({
+    reader: stmt.reader,
+    run: () => stmt.run(args),
+    columns: () => stmt.columns(),
+    raw: () => ({ all: () => stmt.raw(true).all(args) }),
+  });
+  return new Proxy(client, {
+    get(target, property) {
+      if (property === 'prepare') {
+        return (sql: string) => {
+          const stmt = statementOf(sql);
+          return {
+            ...run(stmt, []),
+            bind: (...args: unknown[]) => run(stmt, args.length === 1 && Array.isArray(args[0]) ? args[0] : args),
+          };
+        };
+      }
+      const value = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }
 
 /** A FIFO lock: `acquire` resolves with the function that releases it. */

@@ -62,6 +62,8 @@ export type Topics = {
   transcriptEvent: [transcriptId: string, event: TranscriptEventPayload];
   /** A knowledge-base document was ingested (or failed): wakes `?wait=true` uploads on any instance. */
   kbDocument: [documentId: string, event: KbDocumentEventPayload];
+  /** An environment now runs another agent version (publish, deploy): runtimes drop what they cached of it. */
+  agentDeployed: [event: { projectId: string; environmentId: string }];
 };
 
 export type AppPubSub = PubSub<Topics>;

@@ -166,6 +166,7 @@ export async function publishAgent(
     }),
   );
   publishAudit(deps, events);
+  deps.pubsub.publish('agentDeployed', { projectId: input.projectId, environmentId: result.environmentId });
   return result;
 }
 
@@ -202,5 +203,6 @@ export async function deployAgentVersion(
     return [{ environmentId: env.id, versionId: version.id }, [audit]] as const;
   });
   publishAudit(deps, events);
+  deps.pubsub.publish('agentDeployed', { projectId: input.projectId, environmentId: result.environmentId });
   return result;
 }

@@ -7,6 +7,7 @@ import type { AppPubSub } from '../lib/pubsub';
 import type { LlmProvider } from '../llm';
 import { traceTurn } from '../ops/runtime-tracing';
 import { type AgentDeps, deployAgentVersion, type PublishResult, publishAgent, validateAgentProgram } from './agents';
+import { createDeploymentCache } from './deployment-cache';
 import { createEventQueue } from './event-queue';
 import { createExpressionEvaluator, type ExpressionEvaluator, toJsonValue } from './expressions';
 import { interpretTurn } from './interpreter';
@@ -28,6 +29,7 @@ import type {
 } from './steps/step-type';
 import { createTraceFormatter, type OutputTrace, type TraceProfile } from './trace-format';
 import type { TurnRecord, TurnRecorder } from './turn-record';
+import { createTurnRecordBatcher } from './turn-record-batcher';
 import { settleTurn, type TurnEnd, type TurnSettlementDeps } from './turn-settlement';
 import { cloneState, emptyState, type RuntimeAction, type RuntimeState, type Trace } from './types';
 import type { RequestConfig } from './validation';
@@ -142,6 +144,8 @@ export interface Runtime {
 /** Deepest conversation stack kept; older frames are dropped (a user who keeps triggering side flows). */
 const maxStackDepth = 32;
 const programCacheSize = 200;
+/** How long a deployed version is trusted without hearing of a change (docs/performance.md "Turn path"). */
+const deploymentCacheTtlMs = 5000;
 
 function interactionTypeOf(action: RuntimeAction): string {
   return action.type.startsWith('path-') ? 'button' : action.type;
@@ -191,33 +195,33 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     askKnowledgeBase: opts.askKnowledgeBase ? (question) => opts.askKnowledgeBase!(scope, question) : undefined,
     integrations: opts.integrations?.(scope),
   });
+  const outboxDeps = { db, recorder: opts.recorder, logger };
   const settlementDeps: TurnSettlementDeps = {
     db,
     states,
-    outbox: { db, recorder: opts.recorder, logger },
+    outbox: outboxDeps,
+    batcher: opts.recorder.recordBatch ? createTurnRecordBatcher(outboxDeps) : null,
     log,
     onTurnFinished: opts.onTurnFinished,
   };
   const programs = new Map<string, CompiledProgram>();
   const running = new Set<Promise<unknown>>();
 
-  /** The environment and the program it runs, in one query (plus one when the version is not cached). */
+  const deployments = createDeploymentCache(db, opts.pubsub, { ttlMs: deploymentCacheTtlMs, logger });
+
+  /** The environment and the program it runs: from memory, or one query (plus one when the version is not cached). */
   async function deployedProgram(projectId: string, idOrAlias: string) {
-    const environment = await resolveEnvironment(db.prisma, projectId, idOrAlias, {
-      agentDeployment: { select: { agentVersionId: true } },
-    });
-    const deployment = environment.agentDeployment;
-    const alias = environment.alias;
-    if (!deployment) {
+    const { environment, agentVersionId } = await deployments.get(projectId, idOrAlias);
+    if (!agentVersionId) {
       throw new AppError(
         'NOT_FOUND',
-        `No agent is published to the environment "${alias}"; publish one first (parley agent publish, or the publishAgent mutation)`,
+        `No agent is published to the environment "${environment.alias}"; publish one first (parley agent publish, or the publishAgent mutation)`,
       );
     }
-    const cached = programs.get(deployment.agentVersionId);
+    const cached = programs.get(agentVersionId);
     if (cached) return { environment, program: cached };
     const version = await db.prisma.agentVersion.findUniqueOrThrow({
-      where: { id: deployment.agentVersionId },
+      where: { id: agentVersionId },
       include: { agent: { select: { name: true } } },
     });
     const compiled = compileProgram(version.program as unknown as AgentProgram, registry, {
@@ -395,8 +399,17 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     sandbox,
     states,
     validate: (program) => validateAgentProgram(agentDeps, program),
-    publish: (input) => publishAgent(agentDeps, input),
-    deploy: (input) => deployAgentVersion(agentDeps, input),
+    async publish(input) {
+      const result = await publishAgent(agentDeps, input);
+      // At once here; other instances hear of it on the agentDeployed topic.
+      deployments.forget(result.environmentId);
+      return result;
+    },
+    async deploy(input) {
+      const result = await deployAgentVersion(agentDeps, input);
+      deployments.forget(result.environmentId);
+      return result;
+    },
 
     async startTurn(request) {
       const { environment, program } = await deployedProgram(request.projectId, request.environment);
@@ -462,6 +475,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     async close() {
       // Turns in progress finish (and save) before the database closes.
       await Promise.allSettled([...running]);
+      deployments.close();
       await sandbox.close();
     },
   };

@@ -46,7 +46,8 @@ export interface OutboxUser {
   userId: string;
 }
 
-function userPrefix(user: OutboxUser): string {
+/** The key prefix of a user's entries. */
+export function userPrefix(user: OutboxUser): string {
   const hash = createHash('sha256').update(`${user.environmentId}\u0000${user.userId}`).digest('hex');
   return `${TURN_RECORD_QUEUE}:${hash.slice(0, 32)}:`;
 }

@@ -1,3 +1,4 @@
+import type { PrismaTx } from '../db/transaction';
 import type { Logger } from '../lib/logger';
 import type { AgentStepRecord, ApiCallRecord, FunctionCallRecord, IntegrationCallRecord } from './steps/step-type';
 import type { OutputTrace } from './trace-format';
@@ -76,32 +77,47 @@ export interface TurnRecorder {
    * runner); it never reaches the client, which has its answer.
    */
   record(turn: TurnRecord): Promise<void>;
+  /**
+   * Records many turns (in turn order per user) inside the caller's transaction: what it writes
+   * commits or rolls back with the transaction, and it must be idempotent per `turnID` as `record`
+   * is. Returns what to do once the transaction has committed (announcements, log lines). Without
+   * it, the runtime records each turn on its own through `record` (src/runtime/turn-record-batcher.ts).
+   */
+  recordBatch?(tx: PrismaTx, turns: readonly TurnRecord[]): Promise<() => void>;
 }
 
 /** One structured log line per turn (component `runtime`), beside the transcript and usage recorders. */
 export function createLoggingTurnRecorder(logger: Logger): TurnRecorder {
   const log = logger.child({ component: 'runtime' });
+  const logTurn = (turn: TurnRecord) =>
+    log.info(
+      {
+        turnID: turn.turnID,
+        projectID: turn.projectID,
+        environmentID: turn.environmentID,
+        sessionID: turn.sessionID,
+        agentID: turn.agent?.agentID ?? null,
+        interactionType: turn.interactionType,
+        outcome: turn.outcome,
+        traces: turn.traces.length,
+        intents: turn.intents.map((i) => i.name),
+        apiCalls: turn.apiCalls.length,
+        functionCalls: turn.functionCalls.length,
+        integrationCalls: turn.integrationCalls?.length ?? 0,
+        clientDisconnected: turn.clientDisconnected,
+        ms: turn.finishedAt.getTime() - turn.startedAt.getTime(),
+      },
+      'turn',
+    );
   return {
     async record(turn) {
-      log.info(
-        {
-          turnID: turn.turnID,
-          projectID: turn.projectID,
-          environmentID: turn.environmentID,
-          sessionID: turn.sessionID,
-          agentID: turn.agent?.agentID ?? null,
-          interactionType: turn.interactionType,
-          outcome: turn.outcome,
-          traces: turn.traces.length,
-          intents: turn.intents.map((i) => i.name),
-          apiCalls: turn.apiCalls.length,
-          functionCalls: turn.functionCalls.length,
-          integrationCalls: turn.integrationCalls?.length ?? 0,
-          clientDisconnected: turn.clientDisconnected,
-          ms: turn.finishedAt.getTime() - turn.startedAt.getTime(),
-        },
-        'turn',
-      );
+      logTurn(turn);
+    },
+    async recordBatch(_tx, turns) {
+      // Logged once the batch is committed, as `record` logs once the turn is recorded.
+      return () => {
+        for (const turn of turns) logTurn(turn);
+      };
     },
   };
 }
@@ -120,5 +136,16 @@ export function combineTurnRecorders(recorders: readonly TurnRecorder[], logger:
       if (failures.length === 1) throw failures[0];
       if (failures.length > 1) throw new AggregateError(failures, `${failures.length} turn recorders failed`);
     },
+    // A batch is all or nothing in one transaction: only when every recorder can write in it.
+    recordBatch: recorders.every((r) => r.recordBatch)
+      ? async (tx, turns) => {
+          const after: (() => void)[] = [];
+          // One transaction is one connection: the recorders write one after another.
+          for (const r of recorders) after.push(await r.recordBatch!(tx, turns));
+          return () => {
+            for (const fn of after) fn();
+          };
+        }
+      : undefined,
   };
 }

@@ -5,6 +5,7 @@ import type { Logger } from '../lib/logger';
 import type { StateLease, StateStore, StateWrite } from './state-store';
 import { enqueueTurnRecord, recordFinishedTurn, type TurnOutboxDeps } from './turn-outbox';
 import type { TurnRecord } from './turn-record';
+import type { TurnRecordBatcher } from './turn-record-batcher';
 
 /**
  * How a turn settles, on every path, in one place: its record goes to the turn outbox
@@ -30,6 +31,8 @@ export interface TurnSettlementDeps {
   db: Db;
   states: StateStore;
   outbox: TurnOutboxDeps;
+  /** Group commit of turn records, when the recorder can record batches (src/runtime/turn-record-batcher.ts). */
+  batcher?: TurnRecordBatcher | null;
   /** The runtime's logger. */
   log: Logger;
   /** Called once the turn is settled, before it is recorded (metrics); a throw is logged. */
@@ -148,5 +151,6 @@ export async function settleTurn(deps: TurnSettlementDeps, turn: SettlingTurn, e
     log.warn({ err, turnId }, 'onTurnFinished failed');
   }
   // Before the stream ends, so a client that saw `end` can read what was recorded.
-  await recordFinishedTurn(deps.outbox, record, outboxJobId);
+  if (outboxJobId && deps.batcher) await deps.batcher.record(record, outboxJobId);
+  else await recordFinishedTurn(deps.outbox, record, outboxJobId);
 }

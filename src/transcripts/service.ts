@@ -232,28 +232,54 @@ export async function recordSessionLogs(
   input: SessionKey & { logs: readonly LogInput[]; onceForLogId?: string; end?: boolean },
 ): Promise<(AppendedLogs & { created: boolean }) | null> {
   const { onceForLogId } = input;
-  const alreadyThere = async (client: PrismaTx) =>
-    onceForLogId !== undefined &&
-    (await client.transcriptLog.findUnique({ where: { id: onceForLogId }, select: { id: true } })) !== null;
-  let written: (AppendedLogs & { created: boolean; usage: RecordedUsage | null; evaluationsQueued: number }) | null;
+  let written: RecordedSessionLogs | null;
   try {
-    written = await deps.db.prisma.$transaction(async (tx) => {
-      if (await alreadyThere(tx)) return null;
-      const appended = await appendSessionLogs(deps, tx, input);
-      const ended = input.end
-        ? await endTranscriptInTx(tx, {
-            projectId: input.projectId,
-            transcriptId: appended.transcriptId,
-            now: new Date(),
-          })
-        : null;
-      return { ...appended, evaluationsQueued: ended?.evaluationsQueued ?? 0 };
-    });
+    written = await deps.db.prisma.$transaction((tx) => recordSessionLogsInTx(deps, tx, input));
   } catch (err) {
-    if (isUniqueViolation(err) && (await alreadyThere(deps.db.prisma))) return null;
+    if (isUniqueViolation(err) && onceForLogId !== undefined && (await logExists(deps.db.prisma, onceForLogId))) {
+      return null;
+    }
     throw err;
   }
   if (!written) return null;
+  return publishRecordedSessionLogs(deps, written);
+}
+
+/** What `recordSessionLogsInTx` wrote, for `publishRecordedSessionLogs` once it commits. */
+export type RecordedSessionLogs = AppendedLogs & {
+  created: boolean;
+  usage: RecordedUsage | null;
+  evaluationsQueued: number;
+};
+
+async function logExists(client: PrismaTx, id: string): Promise<boolean> {
+  return (await client.transcriptLog.findUnique({ where: { id }, select: { id: true } })) !== null;
+}
+
+/**
+ * `recordSessionLogs` inside the caller's transaction (the runtime records many turns in one):
+ * null when `onceForLogId` is there already. `redactor`, when given, is the project's (loaded once
+ * for many sessions of one project). Call `publishRecordedSessionLogs` after the commit.
+ */
+export async function recordSessionLogsInTx(
+  deps: TranscriptDeps,
+  tx: PrismaTx,
+  input: SessionKey & { logs: readonly LogInput[]; onceForLogId?: string; end?: boolean },
+  redactor?: Redactor,
+): Promise<RecordedSessionLogs | null> {
+  if (input.onceForLogId !== undefined && (await logExists(tx, input.onceForLogId))) return null;
+  const appended = await appendSessionLogs(deps, tx, input, redactor);
+  const ended = input.end
+    ? await endTranscriptInTx(tx, { projectId: input.projectId, transcriptId: appended.transcriptId, now: new Date() })
+    : null;
+  return { ...appended, evaluationsQueued: ended?.evaluationsQueued ?? 0 };
+}
+
+/** Announces what `recordSessionLogsInTx` wrote, once its transaction has committed. */
+export function publishRecordedSessionLogs(
+  deps: Pick<TranscriptDeps, 'pubsub'>,
+  written: RecordedSessionLogs,
+): AppendedLogs & { created: boolean } {
   const { usage, evaluationsQueued, ...result } = written;
   publishTranscriptLogs(deps.pubsub, result);
   if (usage) publishUsageCounters(deps.pubsub, usage);
@@ -265,12 +291,14 @@ async function appendSessionLogs(
   deps: TranscriptDeps,
   tx: PrismaTx,
   input: SessionKey & { logs: readonly LogInput[] },
+  redactor?: Redactor,
 ): Promise<AppendedLogs & { created: boolean; usage: RecordedUsage | null }> {
   const transcript = await findOrCreateSessionTranscript(tx, input);
   const appended = await appendLogs(tx, {
     transcriptId: transcript.id,
     projectId: input.projectId,
     logs: input.logs,
+    redactor,
     retentionMs: deps.retentionMs,
     phoneRegions: deps.phoneRegions,
   });

@@ -1,5 +1,14 @@
-import type { TurnRecorder } from '../runtime/turn-record';
-import { recordSessionLogs, type TranscriptDeps } from './service';
+import type { TurnRecord, TurnRecorder } from '../runtime/turn-record';
+import type { Redactor } from './redaction';
+import {
+  loadRedactor,
+  publishRecordedSessionLogs,
+  type RecordedSessionLogs,
+  recordSessionLogs,
+  recordSessionLogsInTx,
+  type SessionKey,
+  type TranscriptDeps,
+} from './service';
 import type { LogInput } from './validation';
 
 /**
@@ -10,35 +19,59 @@ import type { LogInput } from './validation';
  * before it knew its session (it never got the user's state) has no transcript to go to.
  * Idempotent per turn ID, as the runtime's outbox needs (src/runtime/turn-outbox.ts).
  */
+/** The session logs of a turn: its action (keyed by the turn ID), its traces, and `end` when it ended. */
+function sessionLogsOf(turn: TurnRecord): SessionKey & { logs: LogInput[]; onceForLogId: string; end: boolean } {
+  const logs: LogInput[] = [
+    { id: turn.turnID, type: 'action', data: turn.action, createdAt: turn.startedAt },
+    ...turn.traces.map(
+      (trace): LogInput => ({
+        type: 'trace',
+        data: trace,
+        createdAt: typeof trace.time === 'number' ? new Date(trace.time) : turn.finishedAt,
+      }),
+    ),
+    ...(turn.conversationEnded ? [{ type: 'end', data: null, createdAt: turn.finishedAt } satisfies LogInput] : []),
+  ];
+  // The action log's ID is the turn's: recording a turn again (a retry, the outbox) writes nothing.
+  // A conversation that reached an end (or hand-off) step ends its transcript with its last
+  // logs, queueing the enabled evaluations as `POST …/end` would; one that goes quiet is ended
+  // by the idle sweep (endIdleTranscripts).
+  return {
+    projectId: turn.projectID,
+    environmentId: turn.environmentID,
+    sessionId: turn.sessionID,
+    userId: turn.userID,
+    endsWhenIdle: true,
+    logs,
+    onceForLogId: turn.turnID,
+    end: turn.conversationEnded,
+  };
+}
+
 export function createTranscriptTurnRecorder(deps: TranscriptDeps): TurnRecorder {
   return {
     async record(turn) {
       if (!turn.sessionID) return;
-      const logs: LogInput[] = [
-        { id: turn.turnID, type: 'action', data: turn.action, createdAt: turn.startedAt },
-        ...turn.traces.map(
-          (trace): LogInput => ({
-            type: 'trace',
-            data: trace,
-            createdAt: typeof trace.time === 'number' ? new Date(trace.time) : turn.finishedAt,
-          }),
-        ),
-        ...(turn.conversationEnded ? [{ type: 'end', data: null, createdAt: turn.finishedAt } satisfies LogInput] : []),
-      ];
-      // The action log's ID is the turn's: recording a turn again (a retry, the outbox) writes nothing.
-      // A conversation that reached an end (or hand-off) step ends its transcript with its last
-      // logs, queueing the enabled evaluations as `POST …/end` would; one that goes quiet is ended
-      // by the idle sweep (endIdleTranscripts).
-      await recordSessionLogs(deps, {
-        projectId: turn.projectID,
-        environmentId: turn.environmentID,
-        sessionId: turn.sessionID,
-        userId: turn.userID,
-        endsWhenIdle: true,
-        logs,
-        onceForLogId: turn.turnID,
-        end: turn.conversationEnded,
-      });
+      await recordSessionLogs(deps, sessionLogsOf(turn));
+    },
+
+    async recordBatch(tx, turns) {
+      // Many turns of one project share its redaction patterns: read them once per batch.
+      const redactors = new Map<string, Redactor>();
+      const written: RecordedSessionLogs[] = [];
+      for (const turn of turns) {
+        if (!turn.sessionID) continue;
+        let redactor = redactors.get(turn.projectID);
+        if (!redactor) {
+          redactor = await loadRedactor(tx, turn.projectID, deps.phoneRegions);
+          redactors.set(turn.projectID, redactor);
+        }
+        const w = await recordSessionLogsInTx(deps, tx, sessionLogsOf(turn), redactor);
+        if (w) written.push(w);
+      }
+      return () => {
+        for (const w of written) publishRecordedSessionLogs(deps, w);
+      };
     },
   };
 }

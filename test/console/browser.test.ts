@@ -151,7 +151,7 @@ describeWithChromium('console in a browser', (executablePath) => {
       LLM_DEFAULT_MODEL: 'fake-model',
       LLM_MAX_RETRIES: '0',
     });
-    await waitUntilReady(server, '/readyz', 900); // up to 90 s: a cold `parley serve` is slow on a loaded machine
+    await waitUntilReady(server, '/readyz', 90_000); // up to 90 s: a cold `parley serve` is slow on a loaded machine
     seeded = await seed(server, model, demoProjectID);
     browser = await launchChromium(executablePath);
     page = browser.context.pages()[0] ?? (await browser.context.newPage());

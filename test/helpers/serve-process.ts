@@ -43,9 +43,12 @@ export async function startServeProcess(env: Record<string, string>): Promise<Se
   };
 }
 
-/** Waits until `path` (default /readyz) answers 200; fails at once if the process exits first. */
-export async function waitUntilReady(server: ServeProcess, path = '/readyz', attempts = 300): Promise<void> {
-  for (let i = 0; i < attempts; i++) {
+/**
+ * Waits until `path` (default /readyz) answers 200; fails at once if the process exits first, or
+ * after `timeoutMs` (default 30 s).
+ */
+export async function waitUntilReady(server: ServeProcess, path = '/readyz', timeoutMs = 30_000): Promise<void> {
+  for (let i = 0; i < timeoutMs / 100; i++) {
     if (server.child.exitCode !== null) {
       throw new Error(`server exited early with ${server.child.exitCode}: ${server.stderr()}`);
     }

@@ -95,7 +95,7 @@ describeWithChromium('web chat widget in a browser', (executablePath) => {
     database = await createTestDatabase(databaseLanes()[0] ?? 'sqlite');
     server = await startServeProcess({ DATABASE_URL: database.url, ADMIN_TOKEN: operatorToken, LOG_LEVEL: 'warn' });
     // Up to 90 s: on a loaded machine a cold `parley serve` (tsx compiling its sources) is slow to start.
-    await waitUntilReady(server, '/readyz', 900);
+    await waitUntilReady(server, '/readyz', 90_000);
     const created = await gql(server, 'mutation { createProject(input: {name: "Shop"}) { project { id } } }');
     projectID = created.createProject.project.id;
     await gql(server, 'mutation($input: PublishAgentInput!) { publishAgent(input: $input) { version { id } } }', {

@@ -1,0 +1,168 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createDb } from '../../src/db/client';
+import type { ScratchDatabase } from '../../src/db/scratch';
+import { createTestDatabase, describeEachDatabase } from '../helpers/lanes';
+import { type ServeProcess, startServeProcess, waitUntilReady } from '../helpers/serve-process';
+
+/**
+ * kill -9 in the middle of a load of turns (issue 17): a real `parley serve` runs turns of several
+ * users at once, each user's turns one after another, and is killed with SIGKILL while they run.
+ * After a restart on the same database, every turn a client saw `end` for is recorded exactly once
+ * (its transcript logs, its usage events and the rollups), and no state update is lost: each
+ * user's counter equals the number of turns that committed, and each committed turn's message is
+ * in the transcripts once. A turn that committed but had not been recorded when the process died is
+ * recorded from the turn outbox (here by the user's next turn, which records earlier entries first).
+ */
+
+const counter = {
+  name: 'Counter',
+  startFlow: 'main',
+  variables: [{ name: 'n', default: 0 }],
+  flows: [
+    {
+      id: 'main',
+      start: 'inc',
+      steps: [
+        { id: 'inc', type: 'set', assignments: [{ variable: 'n', value: 'n + 1' }], next: 'say' },
+        { id: 'say', type: 'message', message: 'Visit {n}', next: 'menu' },
+        { id: 'menu', type: 'choice', buttons: [{ label: 'Again', next: 'inc' }] },
+      ],
+    },
+  ],
+};
+
+const token = 'operator-token-for-kill-recovery';
+const users = Array.from({ length: 8 }, (_v, i) => `k${i}`);
+
+function serve(database: ScratchDatabase): Promise<ServeProcess> {
+  return startServeProcess({
+    DATABASE_URL: database.url,
+    ADMIN_TOKEN: token,
+    LOG_LEVEL: 'warn',
+    JOB_POLL_MS: '50',
+    RATE_LIMIT_ENABLED: 'false',
+  });
+}
+
+async function call(url: string, path: string, body: unknown) {
+  const res = await fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { authorization: token, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, text: await res.text() };
+}
+
+/** One launch turn; the visit number when the client saw the whole stream up to `end`, else null. */
+async function turn(url: string, projectID: string, user: string): Promise<number | null> {
+  try {
+    const res = await call(url, `/v2/project/${projectID}/user/${user}/interact/stream`, {
+      action: { type: 'launch' },
+    });
+    if (res.status !== 200 || !/event: end\nid: \d+\n\n$/.test(res.text)) return null;
+    const visit = /Visit (\d+)/.exec(res.text);
+    return visit ? Number(visit[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+describeEachDatabase('kill -9 during a load of turns', (provider) => {
+  let scratch: ScratchDatabase;
+  const database = () => scratch;
+  let first: ServeProcess | null = null;
+  let second: ServeProcess | null = null;
+  beforeAll(async () => {
+    scratch = await createTestDatabase(provider);
+  });
+  afterAll(async () => {
+    for (const p of [first, second]) if (p && p.child.exitCode === null) p.child.kill('SIGKILL');
+    await scratch?.drop();
+  });
+
+  it('records every acknowledged turn exactly once and loses no state update across SIGKILL and a restart', async () => {
+    first = await serve(database());
+    await waitUntilReady(first, '/readyz', 90_000);
+    const created = await call(first.url, '/graphql', {
+      query: 'mutation { createProject(input: { name: "kill" }) { project { id } } }',
+    });
+    const projectID: string = JSON.parse(created.text).data.createProject.project.id;
+    const published = await call(first.url, '/graphql', {
+      query: 'mutation($input: PublishAgentInput!) { publishAgent(input: $input) { version { number } } }',
+      variables: { input: { projectID, program: counter } },
+    });
+    expect(JSON.parse(published.text).errors).toBeUndefined();
+
+    // Every user runs turns back to back until the process dies under them.
+    const acknowledged = new Map<string, number[]>(users.map((u) => [u, []]));
+    let dead = false;
+    const loops = users.map(async (user) => {
+      while (!dead) {
+        const visit = await turn(first!.url, projectID, user);
+        if (visit === null) return;
+        acknowledged.get(user)!.push(visit);
+      }
+    });
+    const enough = () => [...acknowledged.values()].reduce((n, v) => n + v.length, 0) >= 24;
+    await expect.poll(enough, { timeout: 150_000, interval: 20 }).toBe(true);
+    first.child.kill('SIGKILL');
+    dead = true;
+    const [, signal] = await first.exited;
+    expect(signal).toBe('SIGKILL');
+    await Promise.all(loops);
+
+    second = await serve(database());
+    await waitUntilReady(second, '/readyz', 90_000);
+    // One more turn per user: it sees the state the killed process committed, and records the
+    // user's earlier outbox entries first.
+    const after = new Map<string, number>();
+    for (const user of users) {
+      const visit = await turn(second.url, projectID, user);
+      expect(visit, `the turn of ${user} after the restart`).not.toBeNull();
+      after.set(user, visit!);
+    }
+
+    const db = await createDb(database().url);
+    try {
+      for (const user of users) {
+        const acked = acknowledged.get(user)!;
+        // Acknowledged turns of one user saw consecutive counts: no update lost between them.
+        expect(acked, user).toEqual(acked.map((_v, i) => i + 1));
+        const committed = after.get(user)!;
+        expect(committed, user).toBeGreaterThanOrEqual(acked.length + 1);
+
+        const state = await db.prisma.runtimeState.findFirstOrThrow({ where: { userId: user } });
+        expect((state.state as { variables: { n: number } }).variables.n, user).toBe(committed);
+
+        // Each committed turn's transcript: one action log and its message, exactly once.
+        const logs = await db.prisma.transcriptLog.findMany({
+          where: { transcript: { projectId: projectID, userId: user } },
+          select: { type: true, traceType: true, data: true },
+        });
+        expect(logs.filter((l) => l.type === 'action').length, user).toBe(committed);
+        const visits = logs
+          .filter((l) => l.traceType === 'text')
+          .map((l) => Number(/Visit (\d+)/.exec(JSON.stringify(l.data))?.[1]))
+          .sort((a, b) => a - b);
+        expect(visits, user).toEqual(Array.from({ length: committed }, (_v, i) => i + 1));
+
+        // Its usage: one interaction event per turn.
+        const interactions = await db.prisma.usageEvent.count({
+          where: { projectId: projectID, userId: user, kind: 'interaction' },
+        });
+        expect(interactions, user).toBe(committed);
+      }
+      const total = [...after.values()].reduce((a, b) => a + b, 0);
+      const rollup = await db.prisma.usageRollup.findMany({ where: { projectId: projectID, metric: 'interactions' } });
+      expect(rollup.reduce((n, r) => n + Number(r.count), 0)).toBe(total);
+      // Nothing is left in the outbox.
+      expect(
+        await db.prisma.job.count({ where: { queue: 'turn-record', status: { in: ['queued', 'running'] } } }),
+      ).toBe(0);
+    } finally {
+      await db.close();
+    }
+    second.child.kill('SIGTERM');
+    await second.exited;
+  }, 400_000);
+});
