@@ -64,14 +64,18 @@ export async function evaluationResultsOverTime(
 ): Promise<ResultsOverTime> {
   const boundaries = bucketBoundaries(q.start, q.end, q.granularity, q.timeZone, maxResultBuckets);
   if (boundaries === null) {
-    throw new AppError('VALIDATION_FAILED', `The range holds more than ${maxResultBuckets} buckets of a ${q.granularity}`, {
-      details: [
-        {
-          path: 'granularity',
-          message: `more than ${maxResultBuckets} buckets: narrow the range or choose a coarser one`,
-        },
-      ],
-    });
+    throw new AppError(
+      'VALIDATION_FAILED',
+      `The range holds more than ${maxResultBuckets} buckets of a ${q.granularity}`,
+      {
+        details: [
+          {
+            path: 'granularity',
+            message: `more than ${maxResultBuckets} buckets: narrow the range or choose a coarser one`,
+          },
+        ],
+      },
+    );
   }
   const points: ResultsPoint[] = [];
   for (let i = 0; i + 1 < boundaries.length; i++) {
@@ -90,8 +94,7 @@ export async function evaluationResultsOverTime(
     boundaries.slice(1, -1).map((b, i) => Prisma.sql`WHEN t."createdAt" < ${new Date(b)} THEN ${i}`),
     ' ',
   );
-  const bucketOf =
-    points.length === 1 ? Prisma.sql`0` : Prisma.sql`CASE ${branches} ELSE ${points.length - 1} END`;
+  const bucketOf = points.length === 1 ? Prisma.sql`0` : Prisma.sql`CASE ${branches} ELSE ${points.length - 1} END`;
   const inRange = Prisma.sql`
     FROM "EvaluationResult" r JOIN "Transcript" t ON t."id" = r."transcriptId"
     WHERE r."evaluationId" = ${q.evaluationId} AND r."status" = 'done'

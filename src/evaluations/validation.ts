@@ -133,5 +133,6 @@ export const resultsOverTimeArgsSchema = z
     timeZone: z.string().default('UTC').refine(isTimeZone, 'must be an IANA time zone such as Europe/Berlin or UTC'),
   })
   .superRefine((a, ctx) => {
-    if (a.endTime <= a.startTime) ctx.addIssue({ code: 'custom', path: ['endTime'], message: 'must be after startTime' });
+    if (a.endTime <= a.startTime)
+      ctx.addIssue({ code: 'custom', path: ['endTime'], message: 'must be after startTime' });
   });

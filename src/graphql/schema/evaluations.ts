@@ -1,3 +1,4 @@
+import { evaluationResultsOverTime, type ResultsOverTime } from '../../evaluations/results-over-time';
 import {
   createEvaluation,
   deleteEvaluation,
@@ -9,7 +10,6 @@ import {
   runEvaluationNow,
   updateEvaluation,
 } from '../../evaluations/service';
-import { evaluationResultsOverTime, type ResultsOverTime } from '../../evaluations/results-over-time';
 import {
   createEvaluationBody,
   estimateEvaluationsInput,
@@ -240,7 +240,8 @@ const ResultsPointType = builder
       trueCount: t.exposeInt('trueCount', { description: 'Results whose value is true (boolean evaluations).' }),
       average: t.exposeFloat('average', {
         nullable: true,
-        description: 'Number evaluations: the mean value; boolean: the share of true, 0 to 1; null without results or for string evaluations.',
+        description:
+          'Number evaluations: the mean value; boolean: the share of true, 0 to 1; null without results or for string evaluations.',
       }),
     }),
   });

@@ -256,7 +256,11 @@ function ResultsOverTime({ evaluation }: { evaluation: Evaluation }) {
           </p>
           {evaluation.type !== 'string' && charts.averageTimes.length ? (
             <TimeChart
-              title={evaluation.type === 'boolean' ? `${evaluation.name}: % true ${per}` : `${evaluation.name}: average ${per}`}
+              title={
+                evaluation.type === 'boolean'
+                  ? `${evaluation.name}: % true ${per}`
+                  : `${evaluation.name}: average ${per}`
+              }
               times={charts.averageTimes}
               series={charts.averages}
               // A sum of percentages or averages means nothing.
