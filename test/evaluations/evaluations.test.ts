@@ -494,7 +494,9 @@ describeEachDatabase('evaluations over REST', (provider) => {
     expect(await search({ id: resolved, op: 'neq', value: true })).toEqual([ids[1], ids[2]].sort());
   });
 
-  it('aggregates results over time by the day the conversations started, over every transcript of the range', async () => {
+  it('aggregates results over time by the day the conversations started, over every transcript of the range', {
+    timeout: 120_000,
+  }, async () => {
     const p = await adminProject(app);
     const resolved = (await create(p, booleanEvaluation(p.projectID))).body.evaluation.id;
     const polite = (await create(p, numberEvaluation(p.projectID))).body.evaluation.id;
