@@ -158,7 +158,7 @@ describeWithChromium('console in a browser', (executablePath) => {
     });
     await waitUntilReady(server, '/readyz', 120_000);
     seeded = await seed(server, model, demoProjectID);
-    pages = createServer((req, res) => {
+    pages = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
       res.end(
         '<!doctype html><html><head><title>Gift cards</title></head><body><main><h1>Gift cards</h1>' +
