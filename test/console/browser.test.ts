@@ -268,10 +268,10 @@ describeWithChromium('console in a browser', (executablePath) => {
     expect(await page.evaluate(() => localStorage.length)).toBe(0);
     await shot('overview');
     // The README's picture (docs/images/console-overview.png): the first screen over the demo's week.
-    await page.getByLabel('Range').selectOption('7d');
+    await page.getByRole('combobox', { name: 'Range' }).selectOption('7d');
     await page.getByRole('figure', { name: /^Interactions chart: [78] points/ }).waitFor();
     await page.screenshot({ path: join(screenshots, 'readme-overview.png') });
-    await page.getByLabel('Range').selectOption('30d');
+    await page.getByRole('combobox', { name: 'Range' }).selectOption('30d');
     await page.getByRole('figure', { name: /^Interactions chart: 3\d points/ }).waitFor();
   });
 
