@@ -22,7 +22,7 @@ const LOGS_PER_TRANSCRIPT = 10;
 /** Untimed runs before each measurement, so JIT and caches are warm for the first scenario too. */
 const WARMUP = 20;
 
-interface Dataset {
+export interface Dataset {
   projectId: string;
   environmentId: string;
   scoreId: string;
@@ -187,14 +187,14 @@ const pgTypes = {
 };
 
 /** A raw-SQL connection on the same driver the server uses, with `?` placeholders on both. */
-interface RawDriver {
+export interface RawDriver {
   query(sql: string, params: unknown[]): Promise<Record<string, unknown>[]>;
   insert(kind: keyof Rows, rows: unknown[][]): Promise<void>;
   analyze(): Promise<void>;
   close(): Promise<void>;
 }
 
-function sqliteDriver(url: string): RawDriver {
+export function sqliteDriver(url: string): RawDriver {
   const db = new Database(sqliteFilePath(url), { timeout: 10_000 });
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = OFF');
@@ -231,7 +231,7 @@ function sqliteDriver(url: string): RawDriver {
   };
 }
 
-function postgresDriver(url: string): RawDriver {
+export function postgresDriver(url: string): RawDriver {
   const pool = new pg.Pool({ connectionString: url, max: 2 });
   const numbered = (sql: string) => {
     let n = 0;
@@ -257,7 +257,7 @@ function postgresDriver(url: string): RawDriver {
   };
 }
 
-async function seed(server: BenchServer, driver: RawDriver, transcripts: number): Promise<Dataset> {
+export async function seed(server: BenchServer, driver: RawDriver, transcripts: number): Promise<Dataset> {
   const prisma = server.running.services.db.prisma;
   const projectId = server.project.projectID;
   const env = await prisma.environment.findFirstOrThrow({ where: { projectId, alias: 'development' } });

@@ -83,6 +83,7 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
       const client = (connected as unknown as { client?: BetterSqlite3.Database }).client;
       if (client) {
         vectorSupport = addVectorFunctions(client);
+        beginImmediate(client);
         (connected as unknown as { client: unknown }).client = withStatementCache(client);
       }
       return serializeWithTransactions(connected);
@@ -257,6 +258,20 @@ function createLock(): { acquire(): Promise<() => void> } {
       return acquired;
     },
   };
+}
+
+/**
+ * Transactions on SQLite start with BEGIN IMMEDIATE instead of the adapter's plain (deferred) BEGIN.
+ * Another process may write the same file (`parley demo` or `parley project create` beside a
+ * running `parley serve`). A deferred transaction that reads and then writes, after the other
+ * process committed in between, cannot upgrade its read snapshot: SQLite answers SQLITE_BUSY at
+ * once, without waiting for the busy timeout, and the transaction fails. IMMEDIATE takes the write
+ * lock at BEGIN, waiting up to the busy timeout for the other process's transaction to end.
+ */
+function beginImmediate(client: BetterSqlite3.Database): void {
+  const prepare = client.prepare.bind(client);
+  client.prepare = ((source: string) =>
+    prepare(source === 'BEGIN' ? 'BEGIN IMMEDIATE' : source)) as BetterSqlite3.Database['prepare'];
 }
 
 /**

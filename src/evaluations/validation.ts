@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { granularities, isTimeZone } from '../analytics/time-buckets';
+import { usageTimestampSchema } from '../analytics/validation';
 import { idSchema, nameSchema, searchCriteriaSchema } from '../transcripts/validation';
 
 /**
@@ -120,3 +122,17 @@ export const estimateEvaluationsInput = z.strictObject({
   evaluationIDs: z.array(idSchema).min(1).max(10),
   criteria: searchCriteriaSchema.nullish(),
 });
+
+/** Arguments of GraphQL `transcriptEvaluationResultsOverTime`: a bounded range, a granularity and a time zone. */
+export const resultsOverTimeArgsSchema = z
+  .object({
+    evaluationID: idSchema,
+    startTime: usageTimestampSchema,
+    endTime: usageTimestampSchema,
+    granularity: z.enum(granularities, { error: `must be one of ${granularities.join(', ')}` }).default('day'),
+    timeZone: z.string().default('UTC').refine(isTimeZone, 'must be an IANA time zone such as Europe/Berlin or UTC'),
+  })
+  .superRefine((a, ctx) => {
+    if (a.endTime <= a.startTime)
+      ctx.addIssue({ code: 'custom', path: ['endTime'], message: 'must be after startTime' });
+  });

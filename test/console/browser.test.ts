@@ -7,6 +7,8 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Page } from 'playwright-core';
@@ -134,6 +136,7 @@ describeWithChromium('console in a browser', (executablePath) => {
   let seeded: Seeded;
   let browser: Awaited<ReturnType<typeof launchChromium>>;
   let page: Page;
+  let pages: Server;
   const problems: string[] = [];
   const foreign: string[] = [];
 
@@ -150,9 +153,21 @@ describeWithChromium('console in a browser', (executablePath) => {
       LLM_BASE_URL: model.baseUrl,
       LLM_DEFAULT_MODEL: 'fake-model',
       LLM_MAX_RETRIES: '0',
+      // The web page the URL upload reads is served by this test on 127.0.0.1.
+      KB_ALLOW_PRIVATE_URLS: 'true',
     });
-    await waitUntilReady(server, '/readyz', 90_000); // up to 90 s: a cold `parley serve` is slow on a loaded machine
+    await waitUntilReady(server, '/readyz', 120_000);
     seeded = await seed(server, model, demoProjectID);
+    pages = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      res.end(
+        '<!doctype html><html><head><title>Gift cards</title></head><body><main><h1>Gift cards</h1>' +
+          '<p>Gift cards never expire and can be used for any order in our shop.</p>' +
+          '<p>A lost gift card can be replaced with its receipt.</p></main></body></html>',
+      );
+    });
+    pages.listen(0, '127.0.0.1');
+    await new Promise((r) => pages.once('listening', r));
     browser = await launchChromium(executablePath);
     page = browser.context.pages()[0] ?? (await browser.context.newPage());
     page.setDefaultTimeout(10_000);
@@ -174,10 +189,65 @@ describeWithChromium('console in a browser', (executablePath) => {
     }
     await database?.drop();
     await model?.close();
+    await new Promise((r) => (pages ? pages.close(r) : r(null)));
   });
 
   const shot = (name: string) => page.screenshot({ path: join(screenshots, `${name}.png`), fullPage: true });
   const nav = (name: string) => page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name });
+
+  /** Visible controls without an accessible name (a label, aria-label(ledby), text or title). */
+  const unnamedControls = () =>
+    page.evaluate(() => {
+      const out: string[] = [];
+      for (const el of document.querySelectorAll<HTMLElement>('button, input, select, textarea, a[href], [tabindex]')) {
+        if (el.getClientRects().length === 0 || (el as HTMLInputElement).type === 'hidden') continue;
+        const input = el as HTMLInputElement;
+        const named =
+          el.getAttribute('aria-label')?.trim() ||
+          el.getAttribute('aria-labelledby') ||
+          (input.labels?.length ?? 0) > 0 ||
+          el.title ||
+          (el.tagName !== 'INPUT' && el.textContent?.trim());
+        if (!named) out.push(el.outerHTML.slice(0, 160));
+      }
+      return out;
+    });
+
+  /**
+   * Tab from the top of the page reaches every visible, enabled control of it (links, buttons,
+   * fields): none is skipped or only reachable with a mouse.
+   */
+  const expectKeyboardReachesEverything = async (what: string) => {
+    const total = await page.evaluate(() => {
+      let n = 0;
+      for (const el of document.querySelectorAll<HTMLElement>(
+        'a[href], button, input, select, textarea, [tabindex]:not([tabindex="-1"])',
+      )) {
+        el.removeAttribute('data-reach');
+        if (el.getClientRects().length === 0 || (el as HTMLButtonElement).disabled) continue;
+        if ((el as HTMLInputElement).type === 'hidden' || el.closest('dialog:not([open])')) continue;
+        // One stop per radio group: the keyboard moves within it with the arrow keys.
+        if ((el as HTMLInputElement).type === 'radio' && !(el as HTMLInputElement).checked) continue;
+        el.setAttribute('data-reach', String(n++));
+      }
+      (document.activeElement as HTMLElement | null)?.blur();
+      const reached = new Set<string>();
+      (window as unknown as { reached: Set<string> }).reached = reached;
+      document.addEventListener('focusin', (e) => {
+        const at = (e.target as HTMLElement | null)?.getAttribute?.('data-reach');
+        if (at) reached.add(at);
+      });
+      return n;
+    });
+    for (let i = 0; i < total + 10; i++) await page.keyboard.press('Tab');
+    const missed = await page.evaluate(() => {
+      const seen = (window as unknown as { reached: Set<string> }).reached;
+      return [...document.querySelectorAll<HTMLElement>('[data-reach]')]
+        .filter((el) => !seen.has(el.getAttribute('data-reach')!))
+        .map((el) => el.outerHTML.slice(0, 160));
+    });
+    expect(missed, `${what}: controls the keyboard does not reach`).toEqual([]);
+  };
 
   it('signs in with an API key and shows the overview with charts, totals and top intents', async () => {
     await page.goto(`${server.url}/`);
@@ -197,6 +267,12 @@ describeWithChromium('console in a browser', (executablePath) => {
     expect(await page.evaluate(() => sessionStorage.getItem('parley.console.session'))).toContain(seeded.apiKey);
     expect(await page.evaluate(() => localStorage.length)).toBe(0);
     await shot('overview');
+    // The README's picture (docs/images/console-overview.png): the first screen over the demo's week.
+    await page.getByRole('combobox', { name: 'Range' }).selectOption('7d');
+    await page.getByRole('figure', { name: /^Interactions chart: [78] points/ }).waitFor();
+    await page.screenshot({ path: join(screenshots, 'readme-overview.png') });
+    await page.getByRole('combobox', { name: 'Range' }).selectOption('30d');
+    await page.getByRole('figure', { name: /^Interactions chart: 3\d points/ }).waitFor();
   });
 
   it('moves the live counters when a conversation happens', async () => {
@@ -269,6 +345,28 @@ describeWithChromium('console in a browser', (executablePath) => {
     await conversation.getByText('talk to a person').first().waitFor();
   });
 
+  it('sets and removes a property of the open transcript in place', async () => {
+    const topic = async () =>
+      (
+        await gql(server, seeded.apiKey, 'query($id: ID!) { transcript(id: $id) { properties { name value } } }', {
+          id: seeded.transcriptID,
+        })
+      ).transcript.properties.find((p: { name: string }) => p.name === 'topic')?.value;
+    const form = page.getByRole('form', { name: 'Set a property' });
+    await form.getByLabel('Property').selectOption({ label: 'topic (string)' });
+    await form.getByLabel('Value').fill('refunds');
+    await form.getByRole('button', { name: 'Set property' }).click();
+    const properties = page.getByRole('region', { name: 'Properties' });
+    await properties.getByText('refunds').waitFor();
+    expect(await properties.getByText('order tracking').count()).toBe(0);
+    expect(await topic()).toBe('refunds');
+    await page.getByRole('button', { name: 'Remove property topic' }).click();
+    await page.getByRole('button', { name: 'Remove property topic' }).waitFor({ state: 'detached' });
+    expect(await properties.getByText('refunds').count()).toBe(0);
+    expect(await topic()).toBeUndefined();
+    await shot('transcript-properties');
+  });
+
   it('lists evaluations and shows results over time', async () => {
     await nav('Evaluations').click();
     await page.getByRole('heading', { name: 'Greeted' }).waitFor();
@@ -278,6 +376,51 @@ describeWithChromium('console in a browser', (executablePath) => {
     await page.getByRole('button', { name: 'Results of Resolved' }).click();
     await page.getByRole('figure', { name: /^Resolved: % true per day chart: [1-9]\d* points/ }).waitFor();
     await shot('evaluations');
+  });
+
+  it('creates, edits and enables an evaluation', async () => {
+    await page.getByRole('button', { name: 'New evaluation' }).click();
+    const form = page.getByRole('form', { name: 'New evaluation' });
+    await form.getByLabel('Name').fill('Polite');
+    await form.getByLabel('Type').selectOption('number');
+    await form.getByLabel('Prompt').fill('How polite was the agent?');
+    await form.getByLabel('Minimum', { exact: true }).fill('1');
+    await form.getByLabel('Minimum means').fill('rude');
+    await form.getByLabel('Maximum', { exact: true }).fill('5');
+    await form.getByLabel('Maximum means').fill('very polite');
+    await form.getByRole('button', { name: 'Create evaluation' }).click();
+    await page.getByRole('heading', { name: 'Polite' }).waitFor();
+    const stored = async () =>
+      (
+        await gql(
+          server,
+          seeded.apiKey,
+          'query($p: ID!) { transcriptEvaluations(projectID: $p) { name description prompt enabled maximumValue } }',
+          { p: seeded.projectID },
+        )
+      ).transcriptEvaluations.find((e: { name: string }) => e.name === 'Polite');
+    expect(await stored()).toMatchObject({ prompt: 'How polite was the agent?', maximumValue: 5 });
+
+    await page.getByRole('button', { name: 'Edit Polite' }).click();
+    const edit = page.getByRole('form', { name: 'Edit Polite' });
+    await edit.getByLabel('Description').fill('Tone of the agent');
+    await edit.getByLabel('Prompt').fill('How polite and friendly was the agent?');
+    await edit.getByRole('button', { name: 'Save evaluation' }).click();
+    await page.getByText('Tone of the agent').waitFor();
+    expect(await stored()).toMatchObject({
+      description: 'Tone of the agent',
+      prompt: 'How polite and friendly was the agent?',
+    });
+
+    const enabled = page.getByRole('checkbox', { name: 'Enabled for Polite' });
+    const before = await enabled.isChecked();
+    await enabled.click();
+    await expect.poll(async () => (await stored()).enabled).toBe(!before);
+    await expect.poll(() => enabled.isChecked()).toBe(!before);
+    // Back as it was: an enabled evaluation would judge every conversation the next tests end.
+    await enabled.click();
+    await expect.poll(async () => (await stored()).enabled).toBe(before);
+    await shot('evaluation-edited');
   });
 
   it('uploads a file that reaches "indexed", and queries with the playground', async () => {
@@ -303,6 +446,47 @@ describeWithChromium('console in a browser', (executablePath) => {
     await page.getByRole('heading', { name: 'Chunks' }).waitFor();
     await page.getByText('Chunk 1').waitFor();
     await shot('knowledge-document');
+  });
+
+  it('uploads a web page and a table, each reaching "indexed"', async () => {
+    await nav('Knowledge base').click();
+    const upload = page.getByRole('form', { name: 'Upload' });
+    await upload.getByRole('radio', { name: 'A web page' }).check();
+    const address = `http://127.0.0.1:${(pages.address() as AddressInfo).port}/gift-cards.html`;
+    await upload.getByLabel('URL').fill(address);
+    await upload.getByRole('button', { name: 'Upload' }).click();
+    await page.getByRole('row', { name: /gift-cards\.html.*indexed|Gift cards.*indexed/ }).waitFor({ timeout: 30_000 });
+
+    await upload.getByRole('radio', { name: 'A table' }).check();
+    await upload.getByLabel('Table name').fill('Store hours');
+    await upload.getByLabel('Searchable fields').fill('city, hours');
+    await upload.getByLabel('Metadata fields').fill('city');
+    await upload
+      .getByLabel('Rows (JSON array)')
+      .fill('[{"city": "Berlin", "hours": "9 to 18"}, {"city": "Lyon", "hours": "10 to 19"}]');
+    await upload.getByLabel('Metadata (JSON object)').fill('{"team": "stores"}');
+    await upload.getByRole('button', { name: 'Upload' }).click();
+    await page.getByRole('row', { name: /Store hours.*indexed/ }).waitFor({ timeout: 30_000 });
+    const docs = (
+      await gql(
+        server,
+        seeded.apiKey,
+        'query($p: ID) { knowledgeBaseDocuments(projectID: $p, limit: 100) { documents { data { name } status { type } chunkCount metadata } } }',
+        { p: seeded.projectID },
+      )
+    ).knowledgeBaseDocuments.documents as {
+      data: { name: string };
+      status: { type: string };
+      chunkCount: number;
+      metadata: Record<string, unknown>;
+    }[];
+    const table = docs.find((d) => d.data.name === 'Store hours');
+    expect(table).toMatchObject({ status: { type: 'SUCCESS' }, metadata: { team: 'stores' } });
+    expect(table?.chunkCount).toBeGreaterThan(0);
+    const web = docs.find((d) => /gift-cards|Gift cards/.test(d.data.name));
+    expect(web?.status.type).toBe('SUCCESS');
+    expect(web?.chunkCount).toBeGreaterThan(0);
+    await shot('knowledge-uploads');
   });
 
   it('shows agents and versions, and the chat playground streams traces with a link to the transcript', async () => {
@@ -332,19 +516,92 @@ describeWithChromium('console in a browser', (executablePath) => {
     await shot('settings');
   });
 
-  it('works at 390 px wide: no sideways scrolling, the menu opens', async () => {
+  it('rotates a key (the new secret shown once, the old one still working) and revokes one', async () => {
+    const whoami = (key: string) => fetch(`${server.url}/v1/whoami`, { headers: { authorization: key } });
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const first = page.getByLabel('New API key');
+    const oldSecret = await first.inputValue();
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    await first.waitFor({ state: 'detached' });
+    const oldId = oldSecret.split('.')[1]!;
+    const oldRow = page.getByRole('row').filter({ hasText: oldId });
+    await oldRow.getByRole('button', { name: /^Rotate / }).click();
+    await page.getByRole('dialog', { name: 'Rotate this key?' }).getByRole('button', { name: 'Rotate' }).click();
+    const secret = page.getByLabel('New API key');
+    await secret.waitFor();
+    const newSecret = await secret.inputValue();
+    expect(newSecret).toMatch(/^ak\./);
+    expect(newSecret).not.toBe(oldSecret);
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    await secret.waitFor({ state: 'detached' });
+    // Shown once: nowhere on the page any more.
+    expect(await page.content()).not.toContain(newSecret.split('.')[2]!);
+    await oldRow.getByText(/^expires /).waitFor();
+    expect((await whoami(newSecret)).status).toBe(200);
+    expect((await whoami(oldSecret)).status).toBe(200); // the grace period (one day by default)
+
+    const newRow = page.getByRole('row').filter({ hasText: newSecret.split('.')[1]! });
+    await newRow.getByRole('button', { name: /^Revoke / }).click();
+    await page.getByRole('dialog', { name: 'Revoke this key?' }).getByRole('button', { name: 'Revoke' }).click();
+    await newRow.getByRole('cell', { name: 'revoked' }).waitFor();
+    expect(await newRow.getByRole('button', { name: /^Revoke / }).count()).toBe(0);
+    expect((await whoami(newSecret)).status).toBe(401);
+    await shot('settings-rotated');
+  });
+
+  const everyPage = () =>
+    [
+      { name: 'overview', hash: '#/overview', ready: () => page.getByRole('figure', { name: /^Interactions chart/ }) },
+      {
+        name: 'transcripts',
+        hash: '#/transcripts',
+        ready: () => page.getByRole('heading', { name: /^\d+ transcripts?$/ }),
+      },
+      {
+        name: 'transcript',
+        hash: `#/transcripts/${seeded.transcriptID}`,
+        ready: () => page.getByRole('list', { name: 'Conversation' }),
+      },
+      { name: 'evaluations', hash: '#/evaluations', ready: () => page.getByRole('heading', { name: 'Greeted' }) },
+      { name: 'knowledge-base', hash: '#/knowledge', ready: () => page.getByRole('link', { name: 'Shipping times' }) },
+      { name: 'agents', hash: '#/agents', ready: () => page.getByRole('heading', { name: 'Support bot' }) },
+      { name: 'settings', hash: '#/settings', ready: () => page.getByRole('cell', { name: /^viewer / }) },
+    ] as const;
+
+  it('works at 390 px wide on every page: no sideways scrolling, every control named, the menu opens', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
-    await page.goto(`${server.url}/#/overview`);
-    await page.getByRole('figure', { name: /^Interactions chart/ }).waitFor();
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
-    await page.getByRole('button', { name: 'Menu' }).click();
-    await nav('Transcripts').waitFor();
-    await shot('overview-390');
-    await nav('Transcripts').click();
-    await page.getByRole('heading', { name: /^\d+ transcripts?$/ }).waitFor();
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
-    await shot('transcripts-390');
-    await page.setViewportSize({ width: 1280, height: 900 });
+    try {
+      for (const p of everyPage()) {
+        await page.goto(`${server.url}/${p.hash}`);
+        await p.ready().first().waitFor();
+        expect(await page.evaluate(() => document.documentElement.scrollWidth), p.name).toBeLessThanOrEqual(390);
+        expect(await unnamedControls(), p.name).toEqual([]);
+        await shot(`${p.name}-390`);
+      }
+      await page.goto(`${server.url}/#/overview`);
+      await page.getByRole('button', { name: 'Menu' }).click();
+      await nav('Transcripts').waitFor();
+      await shot('menu-390');
+      await nav('Transcripts').click();
+      await page.getByRole('heading', { name: /^\d+ transcripts?$/ }).waitFor();
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
+  });
+
+  it('reaches every control of every page with the keyboard, at 1280 and at 390 px', { timeout: 240_000 }, async () => {
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
+      try {
+        for (const p of everyPage()) {
+          await page.goto(`${server.url}/${p.hash}`);
+          await p.ready().first().waitFor();
+          await expectKeyboardReachesEverything(`${p.name} at ${width} px`);
+        }
+      } finally {
+        await page.setViewportSize({ width: 1280, height: 900 });
+      }
+    }
   });
 
   it('is reachable from the keyboard: sign in with Tab and Enter, then move through the navigation', async () => {

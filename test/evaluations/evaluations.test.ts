@@ -494,6 +494,80 @@ describeEachDatabase('evaluations over REST', (provider) => {
     expect(await search({ id: resolved, op: 'neq', value: true })).toEqual([ids[1], ids[2]].sort());
   });
 
+  it('aggregates results over time by the day the conversations started, over every transcript of the range', {
+    timeout: 120_000,
+  }, async () => {
+    const p = await adminProject(app);
+    const resolved = (await create(p, booleanEvaluation(p.projectID))).body.evaluation.id;
+    const polite = (await create(p, numberEvaluation(p.projectID))).body.evaluation.id;
+    // Four conversations: two on 3 March (Berlin), one on 5 March, one outside the range.
+    const days = ['2026-03-03T08:00:00Z', '2026-03-03T21:30:00Z', '2026-03-05T12:00:00Z', '2026-02-20T12:00:00Z'];
+    const ids: string[] = [];
+    for (const day of days) {
+      const id = await ingestTranscript(app, p);
+      await app.services.db.prisma.transcript.update({ where: { id }, data: { createdAt: new Date(day) } });
+      ids.push(id);
+    }
+    fake.reset();
+    const verdicts: [number, string, string][] = [
+      [0, resolved, '{"value": true, "reason": "a"}'],
+      [1, resolved, '{"value": false, "reason": "b"}'],
+      [2, resolved, '{"value": true, "reason": "c"}'],
+      [3, resolved, '{"value": false, "reason": "d"}'],
+      [0, polite, '{"value": 4, "reason": "a"}'],
+      [1, polite, '{"value": 2, "reason": "b"}'],
+    ];
+    for (const [i, evaluation, text] of verdicts) {
+      fake.script(reply(text));
+      const res = await app.http('POST', `/v1/transcript-evaluation/${evaluation}/transcript/${ids[i]}`, {
+        key: p.apiKey,
+        body: { projectID: p.projectID },
+      });
+      expect(res.status).toBe(201);
+    }
+    const query = `query($e: ID!, $s: String!, $t: String!, $g: UsageGranularity, $z: String) {
+      transcriptEvaluationResultsOverTime(evaluationID: $e, startTime: $s, endTime: $t, granularity: $g, timeZone: $z) {
+        evaluationID type granularity timeZone total
+        points { start end count trueCount average }
+        values { value count }
+      }
+    }`;
+    const range = { s: '2026-03-02T00:00:00+01:00', t: '2026-03-06T00:00:00+01:00', g: 'day', z: 'Europe/Berlin' };
+    const res = await app.gql(query, { e: resolved, ...range }, p.apiKey);
+    expect(res.body.errors).toBeUndefined();
+    const series = res.body.data.transcriptEvaluationResultsOverTime;
+    expect(series).toMatchObject({ evaluationID: resolved, type: 'boolean', granularity: 'day', total: 3 });
+    expect(series.points).toEqual([
+      { start: '2026-03-01T23:00:00.000Z', end: '2026-03-02T23:00:00.000Z', count: 0, trueCount: 0, average: null },
+      { start: '2026-03-02T23:00:00.000Z', end: '2026-03-03T23:00:00.000Z', count: 2, trueCount: 1, average: 0.5 },
+      { start: '2026-03-03T23:00:00.000Z', end: '2026-03-04T23:00:00.000Z', count: 0, trueCount: 0, average: null },
+      { start: '2026-03-04T23:00:00.000Z', end: '2026-03-05T23:00:00.000Z', count: 1, trueCount: 1, average: 1 },
+    ]);
+    expect(series.values).toEqual([
+      { value: true, count: 2 },
+      { value: false, count: 1 },
+    ]);
+    // In UTC the 21:30 conversation of 3 March is still on the 3rd; a number evaluation averages.
+    const numbers = await app.gql(query, { e: polite, ...range, z: 'UTC', g: 'week' }, p.apiKey);
+    expect(numbers.body.data.transcriptEvaluationResultsOverTime.points).toEqual([
+      { start: '2026-02-23T00:00:00.000Z', end: '2026-03-02T00:00:00.000Z', count: 0, trueCount: 0, average: null },
+      { start: '2026-03-02T00:00:00.000Z', end: '2026-03-09T00:00:00.000Z', count: 2, trueCount: 0, average: 3 },
+    ]);
+    // Bad input: an unknown zone, a reversed range, too many buckets; another project's evaluation.
+    for (const [vars, path] of [
+      [{ ...range, z: 'Mars/Olympus' }, 'timeZone'],
+      [{ ...range, s: range.t, t: range.s }, 'endTime'],
+      [{ s: '2020-01-01T00:00:00Z', t: '2026-01-01T00:00:00Z', g: 'hour' }, 'granularity'],
+    ] as const) {
+      const bad = await app.gql(query, { e: resolved, ...vars }, p.apiKey);
+      expect(bad.body.errors?.[0]?.extensions?.code, JSON.stringify(bad.body)).toBe('VALIDATION_FAILED');
+      expect(JSON.stringify(bad.body.errors[0].extensions)).toContain(path);
+    }
+    const other = await adminProject(app);
+    const foreign = await app.gql(query, { e: resolved, ...range }, other.apiKey);
+    expect(foreign.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+  });
+
   function t(): TestApp {
     return app;
   }

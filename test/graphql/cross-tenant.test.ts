@@ -160,6 +160,11 @@ const gqlCases: Record<string, GqlCase> = {
     ids: { id: 'evaluation' },
     vars: (v) => ({ id: v.id }),
   },
+  'Query.transcriptEvaluationResultsOverTime': {
+    op: `query($id: ID!) { transcriptEvaluationResultsOverTime(evaluationID: $id, startTime: "2026-01-01T00:00:00Z", endTime: "2026-01-08T00:00:00Z") { total } }`,
+    ids: { evaluationID: 'evaluation' },
+    vars: (v) => ({ id: v.evaluationID }),
+  },
   'Query.transcriptEvaluationEstimate': {
     op: `query($i: EstimateTranscriptEvaluationsInput!) { transcriptEvaluationEstimate(input: $i) { totalCost } }`,
     ids: {

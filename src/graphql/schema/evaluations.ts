@@ -1,3 +1,4 @@
+import { evaluationResultsOverTime, type ResultsOverTime } from '../../evaluations/results-over-time';
 import {
   createEvaluation,
   deleteEvaluation,
@@ -14,12 +15,14 @@ import {
   estimateEvaluationsInput,
   evaluationTypes,
   queueEvaluationsBody,
+  resultsOverTimeArgsSchema,
   updateEvaluationBody,
 } from '../../evaluations/validation';
 import { requireOwned, requireProject } from '../access';
 import { builder } from '../builder';
 import type { Context } from '../context';
 import { TranscriptEventType, TranscriptSearchCriteriaInput } from './transcripts';
+import { UsageGranularityEnum } from './usage';
 
 /**
  * Evaluation definitions and results (DECISIONS.md §5). Reading needs `transcripts:read`;
@@ -226,6 +229,56 @@ const EstimateShape = builder
     }),
   });
 
+const ResultsPointType = builder
+  .objectRef<ResultsOverTime['points'][number]>('TranscriptEvaluationResultsPoint')
+  .implement({
+    description: 'The finished results of the conversations that started in one bucket.',
+    fields: (t) => ({
+      start: t.expose('start', { type: 'DateTime' }),
+      end: t.expose('end', { type: 'DateTime' }),
+      count: t.exposeInt('count'),
+      trueCount: t.exposeInt('trueCount', { description: 'Results whose value is true (boolean evaluations).' }),
+      average: t.exposeFloat('average', {
+        nullable: true,
+        description:
+          'Number evaluations: the mean value; boolean: the share of true, 0 to 1; null without results or for string evaluations.',
+      }),
+    }),
+  });
+
+const ResultsValueCountType = builder
+  .objectRef<ResultsOverTime['values'][number]>('TranscriptEvaluationValueCount')
+  .implement({
+    fields: (t) => ({
+      value: t.field({ type: 'JSON', nullable: true, resolve: (v) => v.value }),
+      count: t.exposeInt('count'),
+    }),
+  });
+
+const ResultsOverTimeType = builder
+  .objectRef<ResultsOverTime & { evaluationID: string; type: string; granularity: string; timeZone: string }>(
+    'TranscriptEvaluationResultsOverTime',
+  )
+  .implement({
+    fields: (t) => ({
+      evaluationID: t.exposeID('evaluationID'),
+      type: t.field({ type: TranscriptEvaluationTypeEnum, resolve: (r) => r.type as 'boolean' }),
+      granularity: t.field({ type: UsageGranularityEnum, resolve: (r) => r.granularity as 'day' }),
+      timeZone: t.exposeString('timeZone'),
+      total: t.exposeInt('total', { description: 'Finished results of the conversations of the range.' }),
+      points: t.field({
+        type: [ResultsPointType],
+        description: 'Every bucket of the range, oldest first, zero where nothing was judged.',
+        resolve: (r) => r.points,
+      }),
+      values: t.field({
+        type: [ResultsValueCountType],
+        description: 'Each value of the range with its count, most frequent first (at most 50).',
+        resolve: (r) => r.values,
+      }),
+    }),
+  });
+
 builder.queryFields((t) => ({
   transcriptEvaluations: t.prismaField({
     type: [TranscriptEvaluationType],
@@ -239,6 +292,43 @@ builder.queryFields((t) => ({
         where: { projectId: project.id },
         orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
       });
+    },
+  }),
+  transcriptEvaluationResultsOverTime: t.field({
+    type: ResultsOverTimeType,
+    description:
+      "An evaluation's finished results by when the conversations started, from startTime to endTime: per bucket (hour, or local day, week or month in timeZone) the count, the trues and the average, and the count of each value over the range. Aggregated over every transcript of the range.",
+    authScopes: { scope: 'transcripts:read' },
+    args: t.validate(
+      {
+        evaluationID: t.arg.id({ required: true }),
+        startTime: t.arg.string({ required: true }),
+        endTime: t.arg.string({ required: true }),
+        granularity: t.arg({ type: UsageGranularityEnum, defaultValue: 'day' }),
+        timeZone: t.arg.string({ defaultValue: 'UTC', description: 'An IANA time zone, e.g. Europe/Berlin.' }),
+      },
+      resultsOverTimeArgsSchema,
+    ),
+    resolve: async (_root, args, ctx) => {
+      await requireOwned(ctx, 'Evaluation', args.evaluationID);
+      const evaluation = await ctx.services.db.prisma.evaluation.findUniqueOrThrow({
+        where: { id: args.evaluationID },
+        select: { type: true },
+      });
+      const result = await evaluationResultsOverTime(ctx.services.db, evaluation.type, {
+        evaluationId: args.evaluationID,
+        start: args.startTime,
+        end: args.endTime,
+        granularity: args.granularity,
+        timeZone: args.timeZone,
+      });
+      return {
+        ...result,
+        evaluationID: args.evaluationID,
+        type: evaluation.type,
+        granularity: args.granularity,
+        timeZone: args.timeZone,
+      };
     },
   }),
   transcriptEvaluation: t.prismaField({

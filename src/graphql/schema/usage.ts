@@ -45,7 +45,7 @@ const UsageEventKindEnum = builder.enumType('UsageEventKind', {
   values: usageEventKinds,
 });
 
-const UsageGranularityEnum = builder.enumType('UsageGranularity', {
+export const UsageGranularityEnum = builder.enumType('UsageGranularity', {
   description: 'Bucket size of a time series: UTC hours, or local days, ISO weeks (from Monday) and months.',
   values: granularities,
 });

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useMemo, useState } from 'preact/hooks';
 import { gql } from '../api';
 import { TimeChart } from '../chart';
 import { useConsole } from '../context';
@@ -163,71 +163,120 @@ function EvaluationForm(props: { initial?: Evaluation; onDone: () => void; onCan
   );
 }
 
-interface ResultPoint {
-  createdAt: string;
-  evaluations: { evaluationID: string; status: string; value: unknown; updatedAt: string }[];
+interface ResultsOverTimeData {
+  total: number;
+  points: { start: string; count: number; trueCount: number; average: number | null }[];
+  values: { value: unknown; count: number }[];
 }
 
-/** Results of one evaluation over time: per day, the average (numbers) or the share of "true". */
+const resultRanges = [
+  { id: '7d', label: 'Last 7 days', days: 7 },
+  { id: '30d', label: 'Last 30 days', days: 30 },
+  { id: '90d', label: 'Last 90 days', days: 90 },
+] as const;
+
+/**
+ * Results of one evaluation over a range, aggregated by the server over every transcript of the
+ * range: per day or week of the conversations (in the browser's time zone), the share of "true" or
+ * the average, how many were judged, and how often each value came out.
+ */
 function ResultsOverTime({ evaluation }: { evaluation: Evaluation }) {
-  const { project } = useConsole();
-  const data = useAsync(
-    () =>
-      gql<{ transcripts: { totalCount: number; edges: { node: ResultPoint }[] } }>(
-        `query EvaluationResults($projectID: ID!, $criteria: TranscriptSearchCriteria) {
-          transcripts(projectID: $projectID, criteria: $criteria, first: 100) {
-            totalCount edges { node { createdAt evaluations { evaluationID status value updatedAt } } }
-          }
-        }`,
-        { projectID: project.id, criteria: { filters: [{ id: evaluation.id, op: 'exists' }] } },
-      ),
-    [evaluation.id],
-  );
-  if (data.error) return <ErrorNote error={data.error} />;
-  if (!data.data) return <Loading />;
-  const byDay = new Map<number, number[]>();
-  const counts = new Map<string, number>();
-  for (const { node } of data.data.transcripts.edges) {
-    const r = node.evaluations.find((x) => x.evaluationID === evaluation.id && x.status === 'done');
-    if (!r) continue;
-    const day = new Date(r.updatedAt);
-    day.setHours(0, 0, 0, 0);
-    const key = day.getTime() / 1000;
-    const n = typeof r.value === 'number' ? r.value : r.value === true ? 1 : r.value === false ? 0 : null;
-    if (n !== null) byDay.set(key, [...(byDay.get(key) ?? []), n]);
-    const label = typeof r.value === 'string' ? r.value : String(r.value);
-    counts.set(label, (counts.get(label) ?? 0) + 1);
-  }
-  const times = [...byDay.keys()].sort((a, b) => a - b);
-  const values = times.map((t) => {
-    const list = byDay.get(t)!;
-    const avg = list.reduce((a, b) => a + b, 0) / list.length;
-    return evaluation.type === 'boolean' ? Math.round(avg * 100) : Math.round(avg * 100) / 100;
-  });
+  const [range, setRange] = useState<string>('30d');
+  const [granularity, setGranularity] = useState<'day' | 'week'>('day');
+  const timeZone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+  const days = resultRanges.find((r) => r.id === range)?.days ?? 30;
+  const data = useAsync(() => {
+    const end = Math.ceil((Date.now() + 1) / 3_600_000) * 3_600_000;
+    return gql<{ transcriptEvaluationResultsOverTime: ResultsOverTimeData }>(
+      `query EvaluationResultsOverTime($e: ID!, $s: String!, $t: String!, $g: UsageGranularity, $z: String) {
+        transcriptEvaluationResultsOverTime(evaluationID: $e, startTime: $s, endTime: $t, granularity: $g, timeZone: $z) {
+          total points { start count trueCount average } values { value count }
+        }
+      }`,
+      {
+        e: evaluation.id,
+        s: new Date(end - days * 86_400_000).toISOString(),
+        t: new Date(end).toISOString(),
+        g: granularity,
+        z: timeZone,
+      },
+    );
+  }, [evaluation.id, days, granularity, timeZone]);
+  const series = data.data?.transcriptEvaluationResultsOverTime;
+  const per = granularity === 'day' ? 'per day' : 'per week';
+  const charts = useMemo(() => {
+    if (!series) return null;
+    const judged = series.points.filter((p) => p.count > 0 && p.average !== null);
+    return {
+      times: series.points.map((p) => Date.parse(p.start) / 1000),
+      counts: [{ label: 'Results', values: series.points.map((p) => p.count) }],
+      averageTimes: judged.map((p) => Date.parse(p.start) / 1000),
+      averages: [
+        {
+          label: evaluation.name,
+          values: judged.map((p) =>
+            evaluation.type === 'boolean' ? Math.round(p.average! * 100) : Math.round(p.average! * 100) / 100,
+          ),
+        },
+      ],
+    };
+  }, [series, evaluation.name, evaluation.type]);
   return (
     <div>
-      <p class="muted">
-        From the newest {data.data.transcripts.edges.length} of {data.data.transcripts.totalCount} transcripts with a
-        result.
-      </p>
-      {times.length ? (
-        <TimeChart
-          title={
-            evaluation.type === 'boolean' ? `${evaluation.name}: % true per day` : `${evaluation.name}: average per day`
-          }
-          times={times}
-          series={[{ label: evaluation.name, values }]}
-          // A sum of daily percentages or averages means nothing.
-          showTotal={false}
-        />
-      ) : null}
-      <ul class="plain" aria-label={`${evaluation.name} results by value`}>
-        {[...counts.entries()].map(([value, n]) => (
-          <li key={value}>
-            {value}: {n}
-          </li>
-        ))}
-      </ul>
+      <form class="toolbar" aria-label={`Results of ${evaluation.name}: range`} onSubmit={(e) => e.preventDefault()}>
+        <Field label="Range">
+          {(id) => (
+            <select id={id} value={range} onChange={(e) => setRange(inputValue(e))}>
+              {resultRanges.map((r) => (
+                <option key={r.id} value={r.id}>
+                  {r.label}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="Buckets">
+          {(id) => (
+            <select id={id} value={granularity} onChange={(e) => setGranularity(inputValue(e) as 'day' | 'week')}>
+              <option value="day">Day</option>
+              <option value="week">Week</option>
+            </select>
+          )}
+        </Field>
+      </form>
+      {data.error ? <ErrorNote error={data.error} /> : null}
+      {!series || !charts ? (
+        data.error ? null : (
+          <Loading />
+        )
+      ) : (
+        <>
+          <p class="muted">
+            {series.total.toLocaleString()} results of the conversations of this range (times in {timeZone}).
+          </p>
+          {evaluation.type !== 'string' && charts.averageTimes.length ? (
+            <TimeChart
+              title={
+                evaluation.type === 'boolean'
+                  ? `${evaluation.name}: % true ${per}`
+                  : `${evaluation.name}: average ${per}`
+              }
+              times={charts.averageTimes}
+              series={charts.averages}
+              // A sum of percentages or averages means nothing.
+              showTotal={false}
+            />
+          ) : null}
+          <TimeChart title={`${evaluation.name}: results ${per}`} times={charts.times} series={charts.counts} />
+          <ul class="plain" aria-label={`${evaluation.name} results by value`}>
+            {series.values.map((v) => (
+              <li key={String(v.value)}>
+                {typeof v.value === 'string' ? v.value : String(v.value)}: {v.count.toLocaleString()}
+              </li>
+            ))}
+          </ul>
+        </>
+      )}
     </div>
   );
 }
