@@ -5,7 +5,7 @@ import { isLlmError } from '../llm/errors';
 import type { ChatRequest, ChatStreamEvent, LlmAccounting, LlmProvider } from '../llm/types';
 import type { TurnRecord } from '../runtime/turn-record';
 import type { Metrics } from './prometheus';
-import { failSpan, recordFinishedSpan, tracer } from './tracing';
+import { failSpan, recordFinishedSpan, tracer, tracingActive } from './tracing';
 
 /**
  * Wrappers that give the instance's long-lived parts their metrics and spans without those parts
@@ -16,6 +16,7 @@ import { failSpan, recordFinishedSpan, tracer } from './tracing';
 /** A histogram observation and a span for every Prisma operation. */
 export function instrumentDb(db: Db, metrics: Metrics | null): () => void {
   const listener = (event: QueryEvent) => {
+    if (!metrics && !tracingActive()) return;
     const model = event.model ?? 'raw';
     metrics?.dbQueryDuration.observe({ model, operation: event.operation }, event.durationMs / 1000);
     recordFinishedSpan(
