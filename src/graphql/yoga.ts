@@ -1,4 +1,6 @@
-import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { useGraphQlJit } from '@envelop/graphql-jit';
+import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
+import type { Logger } from '../lib/logger';
 import { renderLocalGraphiQL } from '../ops/graphiql';
 import type { RateLimitGroup } from '../ops/route-groups';
 import { setUnusedQueryPolicy } from './builder';
@@ -50,6 +52,8 @@ export function createParleyYoga(services: YogaServices, opts: ParleyYogaOptions
     cors: false,
     context: ({ request }) => createContext(services, request.headers),
     plugins: [
+      // First, so that every plugin after it that wraps execution (spans, metrics) wraps the compiled executor.
+      ...compiledExecution(services, log),
       useErrorShaping(),
       useHttpStatusInErrorExtensions(),
       useGraphQLSSESingleConnection({ endpoint: graphqlSseEndpoint }),
@@ -70,4 +74,22 @@ export function createParleyYoga(services: YogaServices, opts: ParleyYogaOptions
       error: (...args) => log.error({ err: args.find((a) => a instanceof Error) }, args.map(String).join(' ')),
     },
   });
+}
+
+/**
+ * GRAPHQL_JIT: operations run through graphql-jit, which compiles each document (and operation
+ * name) once into a function: no per-request walk of the AST to collect fields and coerce
+ * variables. The compiled function is kept with the parsed document, which Yoga's parser cache and
+ * the REST routes (parsed at start) reuse. A document graphql-jit cannot compile is answered with
+ * its errors, as graphql-js would answer them. Results keep the ordinary JSON serialisation, so
+ * error shaping and masking see the same result objects.
+ */
+function compiledExecution(services: YogaServices, log: Logger): Plugin[] {
+  if (!services.config.GRAPHQL_JIT) return [];
+  return [
+    useGraphQlJit(
+      { customJSONSerializer: false },
+      { onError: (result) => log.debug({ errors: result.errors?.map((e) => e.message) }, 'graphql-jit: not compiled') },
+    ) as Plugin,
+  ];
 }

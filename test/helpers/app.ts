@@ -75,6 +75,8 @@ export async function startTestApp(provider: Provider, opts: StartTestAppOptions
     REDIS_PREFIX: `parley-test:${lanes().runId}:`,
     // The runtime tests' APIs run on loopback servers; test/runtime/outbound-guard.test.ts turns it off.
     RUNTIME_ALLOW_PRIVATE_URLS: 'true',
+    // GRAPHQL_JIT=true npx vitest run …: the same tests on the compiled executor (docs/performance.md).
+    GRAPHQL_JIT: process.env.GRAPHQL_JIT,
     ...opts.env,
     DATABASE_URL: database.url,
   });
