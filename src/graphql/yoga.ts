@@ -1,6 +1,4 @@
-import { useGraphQlJit } from '@envelop/graphql-jit';
-import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
-import type { Logger } from '../lib/logger';
+import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { renderLocalGraphiQL } from '../ops/graphiql';
 import type { RateLimitGroup } from '../ops/route-groups';
 import { setUnusedQueryPolicy } from './builder';
@@ -8,6 +6,7 @@ import { type Context, createContext, type GraphQLServices } from './context';
 import { useErrorShaping, useHttpStatusInErrorExtensions } from './errors';
 import { useGraphQLSSESingleConnection } from './graphql-sse';
 import { operationalPlugins, type PluginOps } from './plugins';
+import { useCompiledExecution } from './plugins/compiled-execution';
 import { schema } from './schema';
 
 export type ParleyYoga = YogaServerInstance<Record<string, unknown>, Context>;
@@ -53,7 +52,7 @@ export function createParleyYoga(services: YogaServices, opts: ParleyYogaOptions
     context: ({ request }) => createContext(services, request.headers),
     plugins: [
       // First, so that every plugin after it that wraps execution (spans, metrics) wraps the compiled executor.
-      ...compiledExecution(services, log),
+      ...(services.config.GRAPHQL_JIT ? [useCompiledExecution(log)] : []),
       useErrorShaping(),
       useHttpStatusInErrorExtensions(),
       useGraphQLSSESingleConnection({ endpoint: graphqlSseEndpoint }),
@@ -74,22 +73,4 @@ export function createParleyYoga(services: YogaServices, opts: ParleyYogaOptions
       error: (...args) => log.error({ err: args.find((a) => a instanceof Error) }, args.map(String).join(' ')),
     },
   });
-}
-
-/**
- * GRAPHQL_JIT: operations run through graphql-jit, which compiles each document (and operation
- * name) once into a function: no per-request walk of the AST to collect fields and coerce
- * variables. The compiled function is kept with the parsed document, which Yoga's parser cache and
- * the REST routes (parsed at start) reuse. A document graphql-jit cannot compile is answered with
- * its errors, as graphql-js would answer them. Results keep the ordinary JSON serialisation, so
- * error shaping and masking see the same result objects.
- */
-function compiledExecution(services: YogaServices, log: Logger): Plugin[] {
-  if (!services.config.GRAPHQL_JIT) return [];
-  return [
-    useGraphQlJit(
-      { customJSONSerializer: false },
-      { onError: (result) => log.debug({ errors: result.errors?.map((e) => e.message) }, 'graphql-jit: not compiled') },
-    ) as Plugin,
-  ];
 }
