@@ -119,6 +119,8 @@ export async function timeIt(fn: () => Promise<unknown>, iterations: number, war
 
 export interface LoadResult {
   requestsPerSecond: number;
+  /** Mean latency in ms (autocannon's p50 is whole milliseconds: too coarse for a ratio near 1). */
+  latencyMean: number;
   latencyP50: number;
   latencyP99: number;
   non2xx: number;
@@ -144,6 +146,7 @@ export async function load(opts: {
   });
   return {
     requestsPerSecond: result.requests.average,
+    latencyMean: result.latency.average,
     latencyP50: result.latency.p50,
     latencyP99: result.latency.p99,
     non2xx: result.non2xx,

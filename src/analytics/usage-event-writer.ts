@@ -317,6 +317,17 @@ async function upsertHourTotals(tx: UsageTx, provider: Provider, deltas: Counter
   return counters;
 }
 
+export interface WriteOptions {
+  provider: Provider;
+  now?: Date;
+  /**
+   * The events were built from input that passed the ingestion schema (src/analytics/validation.ts,
+   * `toRecorderEvent`), whose limits are the writer's own (`usageLimits`): do not check each one
+   * again. Checking a batch of 1,000 costs as much as writing it; validation happens once, at the edge.
+   */
+  checked?: boolean;
+}
+
 /**
  * Writes usage events and their counters through `tx`, a Prisma interactive-transaction client
  * (or a plain client, if the caller accepts that a failure may leave part of the write). Use it
@@ -327,10 +338,10 @@ async function upsertHourTotals(tx: UsageTx, provider: Provider, deltas: Counter
 export async function writeUsageEvents(
   tx: UsageTx,
   events: readonly UsageEvent[],
-  opts: { provider: Provider; now?: Date },
+  opts: WriteOptions,
 ): Promise<RecordedUsage> {
   if (events.length === 0) return { recorded: 0, duplicates: 0, counters: [] };
-  checkEvents(events);
+  if (!opts.checked) checkEvents(events);
   const now = opts.now ?? new Date();
   const rows = events.map((event) => toEventRow(event, newId(), now));
   const { provider } = opts;
@@ -395,7 +406,7 @@ export async function writeUsageEvents(
 export async function recordUsageEvents(
   deps: UsageWriterDeps,
   events: readonly UsageEvent[],
-  opts: { now?: Date } = {},
+  opts: Omit<WriteOptions, 'provider'> = {},
 ): Promise<RecordedUsage> {
   if (events.length === 0) return { recorded: 0, duplicates: 0, counters: [] };
   if (events.length > usageLimits.writeBatch) {
@@ -403,7 +414,7 @@ export async function recordUsageEvents(
     throw new AppError('VALIDATION_FAILED', `Record at most ${usageLimits.writeBatch} usage events at a time.`);
   }
   const recorded = await deps.db.prisma.$transaction(
-    (tx) => writeUsageEvents(tx, events, { provider: deps.db.provider, now: opts.now }),
+    (tx) => writeUsageEvents(tx, events, { ...opts, provider: deps.db.provider }),
     {
       // A large batch on a busy SQLite file waits for the single writer; do not give up after 2 s.
       maxWait: 15_000,

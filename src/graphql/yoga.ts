@@ -6,6 +6,7 @@ import { type Context, createContext, type GraphQLServices } from './context';
 import { useErrorShaping, useHttpStatusInErrorExtensions } from './errors';
 import { useGraphQLSSESingleConnection } from './graphql-sse';
 import { operationalPlugins, type PluginOps } from './plugins';
+import { useCompiledExecution } from './plugins/compiled-execution';
 import { schema } from './schema';
 
 export type ParleyYoga = YogaServerInstance<Record<string, unknown>, Context>;
@@ -50,6 +51,8 @@ export function createParleyYoga(services: YogaServices, opts: ParleyYogaOptions
     cors: false,
     context: ({ request }) => createContext(services, request.headers),
     plugins: [
+      // First, so that every plugin after it that wraps execution (spans, metrics) wraps the compiled executor.
+      ...(services.config.GRAPHQL_JIT ? [useCompiledExecution(log)] : []),
       useErrorShaping(),
       useHttpStatusInErrorExtensions(),
       useGraphQLSSESingleConnection({ endpoint: graphqlSseEndpoint }),

@@ -7,7 +7,7 @@ import type { Config } from '../env';
 import { graphiqlCsp } from '../ops/graphiql';
 import type { Metrics } from '../ops/prometheus';
 import type { OpenStreams } from '../ops/streams';
-import { extractContext, tracer } from '../ops/tracing';
+import { extractContext, tracer, tracingActive } from '../ops/tracing';
 import { sendError } from '../rest/errors';
 
 /**
@@ -96,20 +96,23 @@ export interface RequestObservabilityOptions {
 export function requestObservability(opts: RequestObservabilityOptions) {
   return (req: Request, res: Response, next: NextFunction) => {
     const started = performance.now();
-    const parent = extractContext(req.headers);
-    const span = tracer().startSpan(
-      `${req.method}`,
-      {
-        kind: SpanKind.SERVER,
-        attributes: {
-          'http.request.method': req.method,
-          'url.path': req.path,
-          'client.address': req.ip ?? '',
-          'user_agent.original': req.get('user-agent') ?? '',
-        },
-      },
-      parent,
-    );
+    const tracing = tracingActive();
+    const parent = tracing ? extractContext(req.headers) : undefined;
+    const span = tracing
+      ? tracer().startSpan(
+          `${req.method}`,
+          {
+            kind: SpanKind.SERVER,
+            attributes: {
+              'http.request.method': req.method,
+              'url.path': req.path,
+              'client.address': req.ip ?? '',
+              'user_agent.original': req.get('user-agent') ?? '',
+            },
+          },
+          parent,
+        )
+      : undefined;
     const writeHead = res.writeHead as (...args: unknown[]) => Response;
     res.writeHead = function patchedWriteHead(this: Response, ...args: unknown[]) {
       const result = writeHead.apply(this, args);
@@ -125,14 +128,19 @@ export function requestObservability(opts: RequestObservabilityOptions) {
       const labels = { method: req.method, route, status: String(status) };
       opts.metrics?.httpRequests.inc(labels);
       opts.metrics?.httpDuration.observe(labels, (performance.now() - started) / 1000);
+      if (!span) return;
       span.updateName(`${req.method} ${route}`);
       span.setAttributes({ 'http.route': route, 'http.response.status_code': status });
       if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.end();
     };
-    res.once('finish', finish);
-    res.once('close', finish);
-    otelContext.with(trace.setSpan(parent, span), next);
+    if (opts.metrics || span) {
+      res.once('finish', finish);
+      res.once('close', finish);
+    }
+    // Without tracing there is no span to make current: no context switch for every request.
+    if (span && parent) otelContext.with(trace.setSpan(parent, span), next);
+    else next();
   };
 }
 

@@ -6,7 +6,7 @@ import type { ChatRequest, ChatResult, ChatStreamEvent, LlmAccounting, LlmProvid
 import type { TurnRecord } from '../runtime/turn-record';
 import { activeConversationId } from './genai-tracing';
 import type { Metrics } from './prometheus';
-import { failSpan, recordFinishedSpan, tracer } from './tracing';
+import { failSpan, recordFinishedSpan, tracer, tracingActive } from './tracing';
 
 /**
  * Wrappers that give the instance's long-lived parts their metrics and spans without those parts
@@ -17,6 +17,7 @@ import { failSpan, recordFinishedSpan, tracer } from './tracing';
 /** A histogram observation and a span for every Prisma operation. */
 export function instrumentDb(db: Db, metrics: Metrics | null): () => void {
   const listener = (event: QueryEvent) => {
+    if (!metrics && !tracingActive()) return;
     const model = event.model ?? 'raw';
     metrics?.dbQueryDuration.observe({ model, operation: event.operation }, event.durationMs / 1000);
     recordFinishedSpan(

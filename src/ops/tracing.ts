@@ -1,6 +1,7 @@
 import {
   type Attributes,
   context,
+  ProxyTracerProvider,
   propagation,
   ROOT_CONTEXT,
   type Span,
@@ -21,6 +22,19 @@ const tracerName = 'parley';
 
 export function tracer() {
   return trace.getTracer(tracerName);
+}
+
+/** What the API's global provider delegates to while no SDK is registered: its no-op provider. */
+const noopTracerProvider = new ProxyTracerProvider().getDelegate();
+
+/**
+ * Whether spans go anywhere: an SDK's provider is registered (by `setupTracing`, or by a test's
+ * in-memory exporter). While none is, every span is a no-op, and code on a hot path (each HTTP
+ * request, GraphQL operation and database query) skips building spans and their attributes.
+ */
+export function tracingActive(): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== noopTracerProvider;
 }
 
 /** Runs `fn` in a new active span; records an exception and error status when it throws. */

@@ -241,6 +241,22 @@ async function run(
   })) as ExecutionResult;
 }
 
+/**
+ * The variables as a JSON client would send them: a member whose value is undefined is left out.
+ * graphql-js treats such a member as absent, graphql-jit (GRAPHQL_JIT) as null; over HTTP it can
+ * only be absent, so REST's in-process variables say so for both. Plain objects and arrays only
+ * (an uploaded file stays as it is).
+ */
+function withoutUndefined<T>(value: T): T {
+  if (Array.isArray(value)) return value.map((v) => withoutUndefined(v)) as T;
+  if (value && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = withoutUndefined(v);
+    return out as T;
+  }
+  return value;
+}
+
 function isJsonRequest(req: Request): boolean {
   return req.is('application/json') === 'application/json' || Boolean(req.is('+json'));
 }
@@ -330,7 +346,7 @@ export function createRestRouter(opts: RestRouterOptions): Router {
           body = parsedBody.value;
         }
         const restRequest = { params: params.value, query: query.value, body, headers: req.headers };
-        const variables = route.variables(restRequest);
+        const variables = withoutUndefined(route.variables(restRequest));
         if (route.kind === 'stream') {
           await runStream(
             opts,

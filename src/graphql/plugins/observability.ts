@@ -2,11 +2,12 @@ import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { type DocumentNode, type ExecutionResult, getOperationAST } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import type { Metrics } from '../../ops/prometheus';
-import { tracer } from '../../ops/tracing';
+import { tracer, tracingActive } from '../../ops/tracing';
 import type { Context, RestOperationMarker } from '../context';
 
 /**
- * A span and metrics per GraphQL operation, whether it came over /graphql or through a REST route
+ * A span and metrics per GraphQL operation (when metrics are on or spans are exported; otherwise
+ * the plugin does nothing), whether it came over /graphql or through a REST route
  * (whose route the span names). Resolvers, and the database calls they make, run inside the span.
  */
 export function useGraphQLObservability(metrics: Metrics | null): Plugin<Context> {
@@ -21,6 +22,8 @@ export function useGraphQLObservability(metrics: Metrics | null): Plugin<Context
 
   return {
     onExecute({ args, executeFn, setExecuteFn }) {
+      // Nothing to record: leave execution as it is (no span, no timer, no wrapper).
+      if (!metrics && !tracingActive()) return;
       const { type, rawName, name } = describe(args);
       const rest = (args.contextValue as Context & RestOperationMarker).restRoute;
       setExecuteFn((execArgs) => {
@@ -63,6 +66,7 @@ export function useGraphQLObservability(metrics: Metrics | null): Plugin<Context
       });
     },
     onSubscribe({ args, subscribeFn, setSubscribeFn }) {
+      if (!metrics && !tracingActive()) return;
       const { type, rawName, name } = describe(args);
       setSubscribeFn(async (subArgs) => {
         // The span covers the start of the subscription (auth, validation, the first await);

@@ -539,6 +539,8 @@ builder.mutationField('recordUsageEvents', (t) =>
       const recorded = await recordUsageEvents(
         { db: ctx.services.db, pubsub: ctx.services.pubsub },
         events.map((e, i) => toRecorderEvent(e, environmentIds[i]!)),
+        // Checked by this field's schema (t.validate above): once is enough.
+        { checked: true },
       );
       ctx.services.ops.metrics?.usageEventsIngested.inc({ result: 'recorded' }, recorded.recorded);
       ctx.services.ops.metrics?.usageEventsIngested.inc({ result: 'duplicate' }, recorded.duplicates);
