@@ -60,6 +60,34 @@ sqliteOnly('the agent desk, as the README runs it', () => {
     await database?.drop();
   });
 
+  it('the README shows the commands this test runs', () => {
+    const readme = readFileSync(join(projectRoot, 'README.md'), 'utf8');
+    const section = readme.slice(
+      readme.indexOf('## An agent that uses tools'),
+      readme.indexOf('## Ask your documents'),
+    );
+    for (const command of [
+      'npx parley agent publish examples/agent-desk/agent.json --project "$PROJECT_ID"',
+      'node examples/agent-desk/services.mjs',
+      'LLM_BASE_URL=',
+      'LLM_API_KEY=',
+      'LLM_DEFAULT_MODEL=gpt-4o-mini',
+      'INTEGRATION_SECRETS_KEY=',
+      'ADMIN_TOKEN=',
+      'RUNTIME_ALLOW_PRIVATE_URLS=true npm start',
+      'createIntegration(input: $i)',
+      '"name": "warehouse"',
+      '"headers": {"Authorization": "Bearer warehouse-token"}',
+      '/v1/knowledge-base/docs/upload?wait=true',
+      '-F file=@examples/agent-desk/returns-policy.txt',
+      '/user/bob/interact/stream?completion_events=true',
+      '"variables": {"desk_api": ',
+      '/v2/query/usage',
+    ]) {
+      expect(section).toContain(command);
+    }
+  });
+
   it('publishes with the CLI, registers the MCP server, uploads the policy and talks; each kind of tool is used and counted', async () => {
     // The quick start's project (its key has every scope but admin).
     const project = await cli('project', 'create', '--name', 'agent desk');
@@ -109,7 +137,10 @@ sqliteOnly('the agent desk, as the README runs it', () => {
         },
       }),
     });
-    const registeredBody = (await registered.json()) as { data?: { createIntegration: { id: string } }; errors?: unknown };
+    const registeredBody = (await registered.json()) as {
+      data?: { createIntegration: { id: string } };
+      errors?: unknown;
+    };
     expect(registeredBody.errors).toBeUndefined();
     expect(registeredBody.data?.createIntegration.id).toEqual(expect.any(String));
 
@@ -140,7 +171,9 @@ sqliteOnly('the agent desk, as the README runs it', () => {
     expect(hello).toContainEqual(
       expect.objectContaining({
         type: 'text',
-        payload: expect.objectContaining({ message: 'Hi! I can check orders, stock, shipping costs and our policies.' }),
+        payload: expect.objectContaining({
+          message: 'Hi! I can check orders, stock, shipping costs and our policies.',
+        }),
       }),
     );
 
@@ -158,7 +191,12 @@ sqliteOnly('the agent desk, as the README runs it', () => {
       },
       {
         type: 'chat',
-        chunks: ['Order 12345 has shipped, ', '42 chairs are in stock, ', 'shipping 5 kg costs 8.5 EUR ', 'and returns are free within 30 days.'],
+        chunks: [
+          'Order 12345 has shipped, ',
+          '42 chairs are in stock, ',
+          'shipping 5 kg costs 8.5 EUR ',
+          'and returns are free within 30 days.',
+        ],
       },
     );
     const requestsBefore = fake.requests.length;
@@ -167,10 +205,17 @@ sqliteOnly('the agent desk, as the README runs it', () => {
     });
 
     // The model was called with the README's model setting and the four kinds of tools described.
+    expect(fake.requests[requestsBefore]!.headers.authorization).toBe('Bearer sk-readme');
     const first = fake.requests[requestsBefore]!.body;
     expect(first.model).toBe('gpt-4o-mini');
     expect(first.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(
-      expect.arrayContaining(['shipping_cost', 'order_status', 'search_help', 'warehouse__stock_level', 'talk_to_person']),
+      expect.arrayContaining([
+        'shipping_cost',
+        'order_status',
+        'search_help',
+        'warehouse__stock_level',
+        'talk_to_person',
+      ]),
     );
     // Each tool's real result went back to the model.
     const results = fake.requests[requestsBefore + 1]!.body.messages.filter((m: { role: string }) => m.role === 'tool');
@@ -195,6 +240,13 @@ sqliteOnly('the agent desk, as the README runs it', () => {
       .join('');
     expect(completion).toContain('Order 12345 has shipped, 42 chairs are in stock, shipping 5 kg costs 8.5 EUR');
 
+    // "the user wants a person": the exit leads to the handoff step.
+    fake.script({ type: 'chat', toolCalls: [{ name: 'talk_to_person', arguments: '{}' }] });
+    const handoff = await say({ action: { type: 'text', payload: 'I want to talk to a person' } });
+    expect(handoff).toContainEqual(
+      expect.objectContaining({ type: 'live-agent-handoff', payload: expect.objectContaining({ queue: 'support' }) }),
+    );
+
     // Usage shows each kind of tool (the README's usage query).
     const usage = async (name: string) => {
       const res = await fetch(`${base}/v2/query/usage`, {
@@ -209,13 +261,20 @@ sqliteOnly('the agent desk, as the README runs it', () => {
       .poll(() => usage('integrations'), { timeout: 30_000, interval: 250 })
       .toEqual([expect.objectContaining({ integrationToolName: 'warehouse.stock_level', count: 1, successCount: 1 })]);
     expect(await usage('function_usage')).toEqual([
-      expect.objectContaining({ functionID: 'assistant:shipping_cost', name: 'shipping_cost', count: 1, successCount: 1 }),
+      expect.objectContaining({
+        functionID: 'assistant:shipping_cost',
+        name: 'shipping_cost',
+        count: 1,
+        successCount: 1,
+      }),
     ]);
     expect(await usage('api_calls')).toEqual([
       expect.objectContaining({ apiToolID: 'assistant:order_status', name: 'order_status', count: 1, successCount: 1 }),
     ]);
-    expect(await usage('kb_documents')).toEqual([
-      expect.objectContaining({ documentID: document.documentID }),
-    ]);
+    expect(await usage('kb_documents')).toEqual([expect.objectContaining({ documentID: document.documentID })]);
+    // The agent step, entered once and left by its exit.
+    expect(await usage('agent_usage')).toContainEqual(
+      expect.objectContaining({ name: 'Desk assistant', count: 1, successCount: 1 }),
+    );
   }, 300_000);
 });
