@@ -183,17 +183,17 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
     // `tags=a&tags=b` and `tags=["a","b"]` both work; unknown labels are created at upload.
     const lion = await upload('lion.txt', 'The zebra grazes while the lion sleeps.', {}, '?tags=savanna&tags=cats');
     expect(lion.status, lion.text).toBe(200);
-    expect(lion.body.data.tags).toEqual(['cats', 'savanna']);
+    expect(lion.body.data[0].tags).toEqual(['cats', 'savanna']);
     const zebra = await upload('zebra.txt', 'The zebra runs across the plain.', { tags: '["savanna"]' });
-    expect(zebra.body.data.tags).toEqual(['savanna']);
+    expect(zebra.body.data[0].tags).toEqual(['savanna']);
     const tiger = await upload('tiger.txt', 'The tiger and the zebra never meet.', { tags: 'cats' });
     const plain = await upload('plain.txt', 'A zebra crossing is painted on the road.');
-    expect(plain.body.data.tags).toEqual([]);
+    expect(plain.body.data[0].tags).toEqual([]);
     const ids = {
-      lion: lion.body.data.documentID as string,
-      zebra: zebra.body.data.documentID as string,
-      tiger: tiger.body.data.documentID as string,
-      plain: plain.body.data.documentID as string,
+      lion: lion.body.data[0].documentID as string,
+      zebra: zebra.body.data[0].documentID as string,
+      tiger: tiger.body.data[0].documentID as string,
+      plain: plain.body.data[0].documentID as string,
     };
     const labels = (await http('GET', '/v3alpha/knowledge-base/tags')).body.data.map(
       (d: { data: { label: string } }) => d.data.label,
@@ -385,7 +385,7 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
     // Only URL documents: a file is replaced at /upload.
     const file = await uploadFile(t.app, { key: p.apiKey, filename: 'note.txt', content: 'A note.' });
     expectError(
-      await http('PUT', `/v1/knowledge-base/docs/${file.body.data.documentID}/upload/url`, {
+      await http('PUT', `/v1/knowledge-base/docs/${file.body.data[0].documentID}/upload/url`, {
         body: { data: { url: `${site.url}/walrus` } },
       }),
       400,
@@ -466,7 +466,7 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
       query: { wait: 'true' },
     });
     expectError(
-      await http('PATCH', `/v1/knowledge-base/docs/${other.body.data.documentID}/chunk/${second!.chunkID}`, {
+      await http('PATCH', `/v1/knowledge-base/docs/${other.body.data[0].documentID}/chunk/${second!.chunkID}`, {
         body: { data: { metadata: { a: 1 } } },
       }),
       404,
