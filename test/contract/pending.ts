@@ -40,4 +40,3 @@ export const unansweredStatuses: Record<string, string> = {
  * issue 14 (docs/knowledge-base.md "Shapes follow the original's documents").
  */
 export const knownMismatches: Record<string, string> = {};
-

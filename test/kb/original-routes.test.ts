@@ -1,10 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { conforms } from '../contract/harness';
 import { type HttpResponse, type TestProject, useTestApp } from '../helpers/app';
 import { kbQuery, uploadFile } from '../helpers/kb';
 import { describeEachDatabase } from '../helpers/lanes';
-import { conforms } from '../contract/harness';
 
 /**
  * The original's remaining knowledge-base routes (issue 14 item 9, docs/knowledge-base.md): the
@@ -226,11 +226,13 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
     expect(await tagsOf(ids.plain)).toEqual([]);
     expectError(await http('POST', attachPath, { body: { data: { tags: [] } } }), 400, 'VALIDATION_FAILED', /tags/);
     expectError(await http('POST', attachPath, { body: { data: {} } }), 400, 'VALIDATION_FAILED', /tags/);
-    documented('POST /v3alpha/knowledge-base/docs/{documentID}/tags/attach',
+    documented(
+      'POST /v3alpha/knowledge-base/docs/{documentID}/tags/attach',
       await http('POST', attachPath, { body: { data: { tags: ['cats', 'cats'] } } }),
     );
     // Attaching again is no change.
-    documented('POST /v3alpha/knowledge-base/docs/{documentID}/tags/attach',
+    documented(
+      'POST /v3alpha/knowledge-base/docs/{documentID}/tags/attach',
       await http('POST', attachPath, { body: { data: { tags: ['cats'] } } }),
     );
     expect(await tagsOf(ids.plain)).toEqual(['cats']);
@@ -238,7 +240,8 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
 
     const detachPath = `/v3alpha/knowledge-base/docs/${ids.lion}/tags/detach`;
     expectError(await http('POST', detachPath, { body: { data: { tags: ['unheard'] } } }), 404, 'NOT_FOUND');
-    documented('POST /v3alpha/knowledge-base/docs/{documentID}/tags/detach',
+    documented(
+      'POST /v3alpha/knowledge-base/docs/{documentID}/tags/detach',
       await http('POST', detachPath, { body: { data: { tags: ['cats'] } } }),
     );
     expect(await tagsOf(ids.lion)).toEqual(['savanna']);
