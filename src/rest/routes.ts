@@ -934,7 +934,7 @@ function kbDocument(d: KbDocumentData) {
  * the management documents; docs/knowledge-base.md "Shapes follow the original's documents"): `status`
  * is the status name, the metadata is both `data.metadata` (knowledge-base-apis.json) and `metadata`
  * (the management documents), and `tags` lists its tag labels. The documents' objects allow other
- * members, so Parley adds `statusDetail` (why an ERROR, or the progress of a PENDING), `createdAt`,
+ * members, so Parley adds `statusDetail` (why an ERROR), `createdAt`,
  * `chunkCount`, `maxChunkSize` and `revision`.
  */
 function kbOriginalDocument(d: KbDocumentData) {
