@@ -191,9 +191,10 @@ async function ingestion(
       headers: { authorization: server.project.apiKey },
       body: form,
     });
-    const body = (await res.json()) as { data: { status: { type: string }; chunkCount: number } };
-    if (body.data.status.type !== 'SUCCESS') throw new Error(`ingestion failed: ${JSON.stringify(body)}`);
-    chunks += body.data.chunkCount;
+    const body = (await res.json()) as { data: { status: string; chunkCount: number }[] };
+    const [document] = body.data;
+    if (document?.status !== 'SUCCESS') throw new Error(`ingestion failed: ${JSON.stringify(body)}`);
+    chunks += document.chunkCount;
   }
   const seconds = (performance.now() - started) / 1000;
 

@@ -81,6 +81,27 @@ const corrections: Correction[] = [
       }
     },
   },
+  ...[
+    'knowledge-base-apis.json',
+    'knowledge-base-management-apis-3.json',
+    'knowledge-base-management-apis-4.json',
+    'knowledge-base-management-apis-5.json',
+  ].map(
+    (document): Correction => ({
+      document,
+      route: 'GET /v1/knowledge-base/docs/{documentID}',
+      status: '200',
+      reason:
+        "chunks[].chunkID: integer -> string. The same documents type a chunk ID as a string everywhere else (the query's chunks[].chunkID, the chunkID path parameter of PATCH .../chunk/{chunkID}), and a client sends the ID it read here back in that path; Parley's chunk IDs are UUIDs (DECISIONS.md section 1).",
+      apply(schema) {
+        const chunks = (schema.properties as JsonObject | undefined)?.chunks as JsonObject | undefined;
+        const chunkID = ((chunks?.items as JsonObject | undefined)?.properties as JsonObject | undefined)?.chunkID as
+          | JsonObject
+          | undefined;
+        if (chunkID?.type === 'integer') chunkID.type = 'string';
+      },
+    }),
+  ),
 ];
 
 /**

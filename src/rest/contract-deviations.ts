@@ -22,6 +22,16 @@ const moreFileTypes =
   'Parley parses more file types than the original (DECISIONS.md §7: .txt, .md, .html, .pdf, .docx, .csv, .json, and tables), so a source type may also be markdown, html, csv, json or table';
 
 export const contractDeviations: ContractDeviation[] = [
+  ...(
+    [
+      ['POST /v1/knowledge-base/docs/upload', 'data.[].data.type'],
+      ['PUT /v1/knowledge-base/docs/{documentID}/upload', 'data.[].data.type'],
+      ['GET /v1/knowledge-base/docs', 'data.[].data.type'],
+      ['GET /v1/knowledge-base/docs/{documentID}', 'data.[].data.type'],
+      ['PATCH /v1/knowledge-base/docs/{documentID}', 'data.data.type'],
+      ['PATCH /v1/knowledge-base/docs/{documentID}/chunk/{chunkID}', 'data.data.type'],
+    ] as const
+  ).map(([route, at]): ContractDeviation => ({ route, status: 200, at, keyword: 'enum', reason: moreFileTypes })),
   {
     route: 'POST /knowledge-base/query',
     status: 200,

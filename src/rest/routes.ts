@@ -904,7 +904,11 @@ interface KbDocumentData {
   updatedAt: string;
 }
 
-/** A document as DECISIONS.md §7 shapes it (absent rather than null for url, rowsCount, status.data). */
+/**
+ * A document as DECISIONS.md §7 shapes it (absent rather than null for url, rowsCount, status.data):
+ * only the table upload answers with it, since knowledge-base-apis.json documents that route's `data`
+ * as one object with `status: {type}`. Every other document route answers `kbOriginalDocument`.
+ */
 function kbDocument(d: KbDocumentData) {
   return {
     documentID: d.documentID,
@@ -926,11 +930,12 @@ function kbDocument(d: KbDocumentData) {
 }
 
 /**
- * A document as the original's OpenAPI documents shape it (`Document` of knowledge-base-apis.json):
- * `status` is the status name, the metadata is `data.metadata`, and `tags` lists its tag labels.
- * The routes Parley added after those documents (upload/url, chunk metadata, the document with its
- * chunks) answer with it; `statusDetail` (why an ERROR), `createdAt`, `chunkCount`, `maxChunkSize`
- * and `revision` are Parley additions.
+ * A document as the original's OpenAPI documents shape it (`Document` of knowledge-base-apis.json and
+ * the management documents; docs/knowledge-base.md "Shapes follow the original's documents"): `status`
+ * is the status name, the metadata is both `data.metadata` (knowledge-base-apis.json) and `metadata`
+ * (the management documents), and `tags` lists its tag labels. The documents' objects allow other
+ * members, so Parley adds `statusDetail` (why an ERROR), `createdAt`,
+ * `chunkCount`, `maxChunkSize` and `revision`.
  */
 function kbOriginalDocument(d: KbDocumentData) {
   return {
@@ -942,6 +947,7 @@ function kbOriginalDocument(d: KbDocumentData) {
       metadata: d.metadata,
       ...(d.data.rowsCount !== null ? { rowsCount: d.data.rowsCount } : {}),
     },
+    metadata: d.metadata,
     status: d.status.type,
     ...(d.status.data !== null ? { statusDetail: d.status.data } : {}),
     updatedAt: d.updatedAt,
@@ -1244,7 +1250,7 @@ const kbRoutes: RestRoute[] = [
       if (isFileUpload(body)) return { ...common, file: asFile(body), metadata: body.metadata ?? {} };
       return { ...common, url: body.data.url, name: body.data.name ?? null, metadata: body.data.metadata ?? {} };
     },
-    result: (data) => ({ data: kbDocument(data.document) }),
+    result: (data) => ({ data: [kbOriginalDocument(data.document)] }),
     status: 200,
   },
   {
@@ -1294,7 +1300,7 @@ const kbRoutes: RestRoute[] = [
     }),
     result: (data) => ({
       total: data.knowledgeBaseDocuments.total,
-      data: data.knowledgeBaseDocuments.documents.map(kbDocument),
+      data: data.knowledgeBaseDocuments.documents.map(kbOriginalDocument),
     }),
     status: 200,
   },
@@ -1336,7 +1342,7 @@ const kbRoutes: RestRoute[] = [
       const data = (body as z.infer<typeof kbReplaceUrlBody>).data;
       return { ...common, url: data.url, metadata: data.metadata ?? null };
     },
-    result: (data) => ({ data: kbDocument(data.document) }),
+    result: (data) => ({ data: [kbOriginalDocument(data.document)] }),
     status: 200,
   },
   {
@@ -1349,7 +1355,7 @@ const kbRoutes: RestRoute[] = [
     params: z.object({ documentID: pathId('document') }),
     body: updateMetadataBody,
     variables: ({ params, body }) => ({ documentID: params.documentID, metadata: body.data.metadata }),
-    result: (data) => ({ data: kbDocument(data.document) }),
+    result: (data) => ({ data: kbOriginalDocument(data.document) }),
     status: 200,
   },
   {

@@ -122,6 +122,45 @@ export const undocumentedStatuses: Record<string, Record<number, string>> = {
     404: notFoundReason,
     415: 'a file type Parley cannot parse is 415 (DECISIONS.md §3, §7)',
   },
+  'POST /v1/knowledge-base/docs/upload/url': { 400: badRequestReason, 401: authReason },
+  'PUT /v1/knowledge-base/docs/{documentID}/upload/url': {
+    400: `${badRequestReason}; a document that is not a URL document is 400 too (a file is replaced at /upload)`,
+    401: authReason,
+    404: notFoundReason,
+  },
+  'PATCH /v1/knowledge-base/docs/{documentID}/chunk/{chunkID}': {
+    400: badRequestReason,
+    401: authReason,
+    404: `${notFoundReason}; so is a chunk ID that is not one of this document's chunks`,
+  },
+  'POST /v3alpha/knowledge-base/tags': {
+    400: badRequestReason,
+    401: authReason,
+    409: 'tag labels are unique per project: a duplicate is 409 (DECISIONS.md §3)',
+  },
+  'GET /v3alpha/knowledge-base/tags': { 401: authReason },
+  'GET /v3alpha/knowledge-base/tags/{tagID}': {
+    400: 'a tagID that is not an ID is 400 naming the parameter (DECISIONS.md §3)',
+    401: authReason,
+    404: notFoundReason,
+  },
+  'PATCH /v3alpha/knowledge-base/tags/{tagID}': {
+    400: badRequestReason,
+    401: authReason,
+    404: notFoundReason,
+    409: 'tag labels are unique per project: relabelling to a label in use is 409 (DECISIONS.md §3)',
+  },
+  'DELETE /v3alpha/knowledge-base/tags/{tagID}': { 401: authReason, 404: notFoundReason },
+  'POST /v3alpha/knowledge-base/docs/{documentID}/tags/attach': {
+    400: badRequestReason,
+    401: authReason,
+    404: notFoundReason,
+  },
+  'POST /v3alpha/knowledge-base/docs/{documentID}/tags/detach': {
+    400: badRequestReason,
+    401: authReason,
+    404: notFoundReason,
+  },
   'POST /v1/knowledge-base/docs/upload/table': {
     401: 'the document lists 403 for a refused key; Parley answers 401 for a missing, unknown or foreign key, as on every route (DECISIONS.md §2)',
   },
@@ -241,6 +280,9 @@ export function conforms(route: string, res: HttpResponse, status: number): any 
       if (!valid) invalidIn.push(document);
       if (!mismatch)
         expect(valid, `${document} ${route} ${status}: ${JSON.stringify(v.errors)} in ${res.text}`).toBe(true);
+    } else if (status < 400 && documentedResponse.contentType === null) {
+      // A documented success with no content (the KB and tag deletes, attach, detach): an empty body.
+      expect(res.text, `${document} ${route} ${status}: the document shows no content`).toBe('');
     } else if (status !== 204) {
       // A documented status without a body schema (401 of the usage queries): the JSON of DECISIONS.md.
       expect(res.headers.get('content-type') ?? '').toMatch(/json/);

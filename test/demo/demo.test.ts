@@ -252,7 +252,7 @@ describeEachDatabase('parley demo', (provider) => {
     expect(docs.status).toBe(200);
     expect(docs.body.total).toBe(3);
     for (const d of docs.body.data) {
-      expect(d.status.type).toBe('SUCCESS');
+      expect(d.status).toBe('SUCCESS');
       expect(d.chunkCount).toBeGreaterThan(0);
     }
     const answer = await t.app.http('POST', '/v1/knowledge-base/query', {

@@ -36,7 +36,7 @@ describeWithRedis('knowledge base across instances', (redisUrl) => {
       query: { wait: 'true' },
     });
     expect(res.status, res.text).toBe(200);
-    expect(res.body.data).toMatchObject({ status: { type: 'SUCCESS' }, chunkCount: 1 });
+    expect(res.body.data[0]).toMatchObject({ status: 'SUCCESS', chunkCount: 1 });
     // The API instance ran no job: the worker did.
     expect(api.services.jobs.running).toBe(0);
     const jobs = await api.services.db.prisma.job.findMany({
@@ -47,7 +47,7 @@ describeWithRedis('knowledge base across instances', (redisUrl) => {
 
     for (const app of [api, worker]) {
       const found = await kbQuery(app, p.apiKey, { question: 'When is the lamp lit?', synthesis: false });
-      expect(found.body.chunks[0]?.documentID).toBe(res.body.data.documentID);
+      expect(found.body.chunks[0]?.documentID).toBe(res.body.data[0].documentID);
     }
   });
 });

@@ -110,14 +110,14 @@ describeEachDatabase('knowledge base over REST', (provider) => {
         query: { wait: 'true' },
       });
       expect(res.status, res.text).toBe(200);
-      expect(res.body.data).toMatchObject({
+      expect(res.body.data[0]).toMatchObject({
         data: { type: file.type, name: file.filename },
         metadata: { source: file.type, tags: ['animals', file.word] },
-        status: { type: 'SUCCESS' },
+        status: 'SUCCESS',
       });
-      expect(res.body.data.chunkCount).toBeGreaterThan(0);
+      expect(res.body.data[0].chunkCount).toBeGreaterThan(0);
       const found = await find(`Tell me about the ${file.word}`);
-      expect(found.chunks[0]?.documentID).toBe(res.body.data.documentID);
+      expect(found.chunks[0]?.documentID).toBe(res.body.data[0].documentID);
       expect(found.chunks[0]?.content.toLowerCase()).toContain(file.word);
       expect(found.chunks[0]?.metadata).toEqual({ source: file.type, tags: ['animals', file.word] });
     }
@@ -133,13 +133,13 @@ describeEachDatabase('knowledge base over REST', (provider) => {
       body: { data: { type: 'url', url: `${site.url}/guide`, metadata: { kind: 'web' } } },
     });
     expect(ok.status, ok.text).toBe(200);
-    expect(ok.body.data).toMatchObject({
+    expect(ok.body.data[0]).toMatchObject({
       data: { type: 'url', url: `${site.url}/guide` },
       metadata: { kind: 'web' },
-      status: { type: 'SUCCESS' },
+      status: 'SUCCESS',
     });
     const found = await find('When does the ferry to narwhal island leave?');
-    expect(found.chunks[0]?.documentID).toBe(ok.body.data.documentID);
+    expect(found.chunks[0]?.documentID).toBe(ok.body.data[0].documentID);
 
     const gone = await t.app.http('POST', '/v1/knowledge-base/docs/upload', {
       key: p.apiKey,
@@ -147,8 +147,8 @@ describeEachDatabase('knowledge base over REST', (provider) => {
       body: { data: { type: 'url', url: `${site.url}/gone` } },
     });
     expect(gone.status).toBe(200);
-    expect(gone.body.data.status.type).toBe('ERROR');
-    expect(gone.body.data.status.data).toMatch(/404/);
+    expect(gone.body.data[0].status).toBe('ERROR');
+    expect(gone.body.data[0].statusDetail).toMatch(/404/);
   });
 
   it('answers PENDING at once without wait, and the job finishes the document', async () => {
@@ -158,8 +158,8 @@ describeEachDatabase('knowledge base over REST', (provider) => {
       content: 'The capybara relaxes in warm water.',
     });
     expect(res.status).toBe(200);
-    expect(['PENDING', 'SUCCESS']).toContain(res.body.data.status.type);
-    const done = await waitForStatus(t.app, p.apiKey, res.body.data.documentID);
+    expect(['PENDING', 'SUCCESS']).toContain(res.body.data[0].status);
+    const done = await waitForStatus(t.app, p.apiKey, res.body.data[0].documentID);
     expect(done.data[0].status).toBe('SUCCESS');
     expect(done.chunks).toHaveLength(1);
     expect(done.chunks[0]).toMatchObject({ position: 0, content: 'The capybara relaxes in warm water.' });
@@ -242,7 +242,7 @@ describeEachDatabase('knowledge base over REST', (provider) => {
       filters: { grade: 'b' },
     });
     expect(filtered.body.chunks).toHaveLength(1);
-    expect(filtered.body.chunks[0].documentID).toBe(weak.body.data.documentID);
+    expect(filtered.body.chunks[0].documentID).toBe(weak.body.data[0].documentID);
   });
 
   it('overwrites in place, and a failed re-ingestion keeps the previous content searchable', async () => {
@@ -260,11 +260,11 @@ describeEachDatabase('knowledge base over REST', (provider) => {
       metadata: { v: 2 },
       query: { wait: 'true', overwrite: 'true' },
     });
-    expect(second.body.data.documentID).toBe(first.body.data.documentID);
-    expect(second.body.data).toMatchObject({ revision: 2, status: { type: 'SUCCESS' }, metadata: { v: 2 } });
-    expect((await find('gecko')).chunks.filter((c) => c.documentID === first.body.data.documentID)).toHaveLength(0);
+    expect(second.body.data[0].documentID).toBe(first.body.data[0].documentID);
+    expect(second.body.data[0]).toMatchObject({ revision: 2, status: 'SUCCESS', metadata: { v: 2 } });
+    expect((await find('gecko')).chunks.filter((c) => c.documentID === first.body.data[0].documentID)).toHaveLength(0);
     expect((await find('iguana')).chunks[0]).toMatchObject({
-      documentID: first.body.data.documentID,
+      documentID: first.body.data[0].documentID,
       metadata: { v: 2 },
     });
 
@@ -275,14 +275,14 @@ describeEachDatabase('knowledge base over REST', (provider) => {
       content: new Uint8Array([0x68, 0x69, 0x20, 0xc3, 0x28, 0x20, 0x21]),
       query: { wait: 'true', overwrite: 'true' },
     });
-    expect(broken.body.data.documentID).toBe(first.body.data.documentID);
-    expect(broken.body.data.status.type).toBe('ERROR');
-    expect(broken.body.data.status.data).toMatch(/UTF-8/);
-    expect((await find('iguana')).chunks[0]?.documentID).toBe(first.body.data.documentID);
+    expect(broken.body.data[0].documentID).toBe(first.body.data[0].documentID);
+    expect(broken.body.data[0].status).toBe('ERROR');
+    expect(broken.body.data[0].statusDetail).toMatch(/UTF-8/);
+    expect((await find('iguana')).chunks[0]?.documentID).toBe(first.body.data[0].documentID);
 
     // Without overwrite, the same name makes a new document.
     const third = await uploadFile(t.app, { key: p.apiKey, filename: 'policy.txt', content: 'Another gecko note.' });
-    expect(third.body.data.documentID).not.toBe(first.body.data.documentID);
+    expect(third.body.data[0].documentID).not.toBe(first.body.data[0].documentID);
   });
 
   it('replaces a document with PUT, updates metadata with PATCH (the chunks at once), and deletes it', async () => {
@@ -293,7 +293,7 @@ describeEachDatabase('knowledge base over REST', (provider) => {
       metadata: { team: 'birds' },
       query: { wait: 'true' },
     });
-    const id = doc.body.data.documentID;
+    const id = doc.body.data[0].documentID;
     const replaced = await uploadFile(t.app, {
       key: p.apiKey,
       method: 'PUT',
@@ -303,7 +303,7 @@ describeEachDatabase('knowledge base over REST', (provider) => {
       query: { wait: 'true' },
     });
     expect(replaced.status, replaced.text).toBe(200);
-    expect(replaced.body.data).toMatchObject({
+    expect(replaced.body.data[0]).toMatchObject({
       documentID: id,
       data: { type: 'markdown', name: 'heron.md' },
       metadata: { team: 'birds' },
@@ -532,7 +532,7 @@ describeEachDatabase('knowledge base over REST', (provider) => {
       content: 'Secret toucan plans.',
       query: { wait: 'true' },
     });
-    const id = mine.body.data.documentID;
+    const id = mine.body.data[0].documentID;
     const other = await t.app.createProject();
     for (const [method, path, body] of [
       ['GET', `/v1/knowledge-base/docs/${id}`, undefined],
@@ -705,8 +705,8 @@ describeEachDatabase('knowledge base URL uploads with the address guard on', (pr
           body: { data: { type: 'url', url } },
         });
         expect(res.status).toBe(200);
-        expect(res.body.data.status.type, url).toBe('ERROR');
-        expect(res.body.data.status.data).toMatch(/KB_ALLOW_PRIVATE_URLS/);
+        expect(res.body.data[0].status, url).toBe('ERROR');
+        expect(res.body.data[0].statusDetail).toMatch(/KB_ALLOW_PRIVATE_URLS/);
       }
       // The original's /upload/url and its replacement go through the same guard.
       const viaUrlRoute = await t.app.http('POST', '/v1/knowledge-base/docs/upload/url', {

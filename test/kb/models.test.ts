@@ -242,7 +242,7 @@ describeEachDatabase('knowledge base with a model server', (provider) => {
       content: 'Owls hunt at night.',
       query: { wait: 'true' },
     });
-    expect(res.body.data.status.type).toBe('SUCCESS');
+    expect(res.body.data[0].status).toBe('SUCCESS');
     const vectors = () =>
       app.services.db.prisma.$queryRaw<{ n: bigint | number }[]>`
         SELECT count(*) AS n FROM "kb_chunk_embedding" e JOIN "KbChunk" c ON c."seq" = e."seq" WHERE c."projectId" = ${q.projectID}`;
@@ -376,7 +376,7 @@ describeEachDatabase('knowledge base after an embedding model change', (provider
           content: `Document ${name} about ferns and mosses.`,
           query: { wait: 'true' },
         });
-        expect(res.body.data.status.type).toBe('SUCCESS');
+        expect(res.body.data[0].status).toBe('SUCCESS');
       }
     } finally {
       await first.running.close();

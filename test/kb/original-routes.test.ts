@@ -1,8 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Ajv, type ValidateFunction } from 'ajv';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { conforms } from '../contract/harness';
 import { type HttpResponse, type TestProject, useTestApp } from '../helpers/app';
 import { kbQuery, uploadFile } from '../helpers/kb';
 import { describeEachDatabase } from '../helpers/lanes';
@@ -11,46 +10,13 @@ import { describeEachDatabase } from '../helpers/lanes';
  * The original's remaining knowledge-base routes (issue 14 item 9, docs/knowledge-base.md): the
  * v3alpha tags, tags in queries and uploads, URL documents at /upload/url, chunk metadata, and the
  * original's shapes of the document-with-chunks GET and DELETE. Every success is checked against
- * the response schema of the original's document (test/fixtures/knowledge-base-*.schemas.json,
- * copied from ../shared/reference/voiceflow-openapi/), and the members those schemas list are
+ * the response schemas of every original document that describes the route, through the contract
+ * harness (test/contract/harness.ts, fixtures in test/fixtures/contract/), and the members those schemas list are
  * required here (the documents mark none required, which would let an empty object pass).
  */
 
-interface Fixture {
-  components: { schemas: Record<string, unknown> };
-  responses: Record<string, Record<string, unknown | null>>;
-}
-
-const ajv = new Ajv({ strict: false, allErrors: true });
-// The documents' `format: date-time`, as DECISIONS.md §1 writes it (UTC with milliseconds).
-ajv.addFormat('date-time', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-const fixtures = new Map<string, Fixture>();
-for (const name of ['tags', 'apis', 'management-apis', 'query-api']) {
-  const fixture = JSON.parse(
-    readFileSync(new URL(`../fixtures/knowledge-base-${name}.schemas.json`, import.meta.url), 'utf8'),
-  ) as Fixture;
-  ajv.addSchema({ $id: name, components: fixture.components });
-  fixtures.set(name, fixture);
-}
-const validators = new Map<string, ValidateFunction>();
-
-/** Checks a 200 against the documented schema of `operation` in the fixture `doc` (null: no body). */
-function conforms(doc: string, operation: string, res: HttpResponse) {
-  expect(res.status, res.text).toBe(200);
-  const schema = fixtures.get(doc)?.responses[operation]?.['200'];
-  expect(schema, `${operation} is in knowledge-base-${doc}.schemas.json`).not.toBeUndefined();
-  if (schema === null) {
-    expect(res.text, `${operation}: the document shows no content`).toBe('');
-    return;
-  }
-  const key = `${doc} ${operation}`;
-  let v = validators.get(key);
-  if (!v) {
-    v = ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', `"${doc}#/components/`)));
-    validators.set(key, v);
-  }
-  expect(v(res.body), `${operation}: ${JSON.stringify(v.errors)} in ${res.text}`).toBe(true);
-}
+/** Checks a 200 against every contract document that describes `operation` (test/contract/harness.ts). */
+const documented = (operation: string, res: HttpResponse) => conforms(operation, res, 200);
 
 const documentMembers = {
   documentID: expect.any(String),
@@ -102,13 +68,13 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
   };
   const tagsOf = async (documentID: string) => {
     const res = await http('GET', `/v1/knowledge-base/docs/${documentID}`);
-    conforms('apis', 'GET /v1/knowledge-base/docs/{documentID}', res);
+    documented('GET /v1/knowledge-base/docs/{documentID}', res);
     return res.body.data[0].tags as string[];
   };
 
   it('creates, lists, reads, relabels and deletes tags in the documented shapes', async () => {
     const created = await http('POST', '/v3alpha/knowledge-base/tags', { body: { data: { label: 'billing' } } });
-    conforms('tags', 'POST /v3alpha/knowledge-base/tags', created);
+    documented('POST /v3alpha/knowledge-base/tags', created);
     expect(created.body).toEqual({
       data: [{ data: { label: 'billing', tagID: expect.stringMatching(/^[0-9a-f]{24}$/) } }],
     });
@@ -139,20 +105,20 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
       /100/,
     );
     const second = await http('POST', '/v3alpha/knowledge-base/tags', { body: { data: { label: 'alpha' } } });
-    conforms('tags', 'POST /v3alpha/knowledge-base/tags', second);
+    documented('POST /v3alpha/knowledge-base/tags', second);
 
     const list = await http('GET', '/v3alpha/knowledge-base/tags');
-    conforms('tags', 'GET /v3alpha/knowledge-base/tags', list);
+    documented('GET /v3alpha/knowledge-base/tags', list);
     expect(list.body.data.map((d: { data: { label: string } }) => d.data.label)).toEqual(['alpha', 'billing']);
 
     const one = await http('GET', `/v3alpha/knowledge-base/tags/${tagID}`);
-    conforms('tags', 'GET /v3alpha/knowledge-base/tags/{tagID}', one);
+    documented('GET /v3alpha/knowledge-base/tags/{tagID}', one);
     expect(one.body).toEqual({ data: [{ data: { label: 'billing', tagID } }] });
 
     const relabelled = await http('PATCH', `/v3alpha/knowledge-base/tags/${tagID}`, {
       body: { data: { label: 'invoices' } },
     });
-    conforms('tags', 'PATCH /v3alpha/knowledge-base/tags/{tagID}', relabelled);
+    documented('PATCH /v3alpha/knowledge-base/tags/{tagID}', relabelled);
     expect(relabelled.body).toEqual({ data: [{ data: { label: 'invoices', tagID } }] });
     expectError(
       await http('PATCH', `/v3alpha/knowledge-base/tags/${tagID}`, { body: { data: { label: 'alpha' } } }),
@@ -162,7 +128,7 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
     expect((await http('GET', `/v3alpha/knowledge-base/tags/${tagID}`)).body.data[0].data.label).toBe('invoices');
 
     const deleted = await http('DELETE', `/v3alpha/knowledge-base/tags/${tagID}`);
-    conforms('tags', 'DELETE /v3alpha/knowledge-base/tags/{tagID}', deleted);
+    documented('DELETE /v3alpha/knowledge-base/tags/{tagID}', deleted);
     expectError(await http('GET', `/v3alpha/knowledge-base/tags/${tagID}`), 404, 'NOT_FOUND', /Tag/);
     expectError(await http('DELETE', `/v3alpha/knowledge-base/tags/${tagID}`), 404, 'NOT_FOUND');
     expectError(await http('GET', '/v3alpha/knowledge-base/tags/not-an-id'), 400, 'VALIDATION_FAILED', /tagID/);
@@ -183,17 +149,17 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
     // `tags=a&tags=b` and `tags=["a","b"]` both work; unknown labels are created at upload.
     const lion = await upload('lion.txt', 'The zebra grazes while the lion sleeps.', {}, '?tags=savanna&tags=cats');
     expect(lion.status, lion.text).toBe(200);
-    expect(lion.body.data.tags).toEqual(['cats', 'savanna']);
+    expect(lion.body.data[0].tags).toEqual(['cats', 'savanna']);
     const zebra = await upload('zebra.txt', 'The zebra runs across the plain.', { tags: '["savanna"]' });
-    expect(zebra.body.data.tags).toEqual(['savanna']);
+    expect(zebra.body.data[0].tags).toEqual(['savanna']);
     const tiger = await upload('tiger.txt', 'The tiger and the zebra never meet.', { tags: 'cats' });
     const plain = await upload('plain.txt', 'A zebra crossing is painted on the road.');
-    expect(plain.body.data.tags).toEqual([]);
+    expect(plain.body.data[0].tags).toEqual([]);
     const ids = {
-      lion: lion.body.data.documentID as string,
-      zebra: zebra.body.data.documentID as string,
-      tiger: tiger.body.data.documentID as string,
-      plain: plain.body.data.documentID as string,
+      lion: lion.body.data[0].documentID as string,
+      zebra: zebra.body.data[0].documentID as string,
+      tiger: tiger.body.data[0].documentID as string,
+      plain: plain.body.data[0].documentID as string,
     };
     const labels = (await http('GET', '/v3alpha/knowledge-base/tags')).body.data.map(
       (d: { data: { label: string } }) => d.data.label,
@@ -203,7 +169,7 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
 
     const docsFor = async (tags: unknown) => {
       const res = await kbQuery(t.app, p.apiKey, { question: 'zebra', synthesis: false, chunkLimit: 10, tags });
-      conforms('query-api', 'POST /knowledge-base/query', res);
+      documented('POST /knowledge-base/query', res);
       const byId = Object.fromEntries(Object.entries(ids).map(([name, id]) => [id, name]));
       return (res.body.chunks as { documentID: string }[]).map((c) => byId[c.documentID]).sort();
     };
@@ -260,14 +226,12 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
     expect(await tagsOf(ids.plain)).toEqual([]);
     expectError(await http('POST', attachPath, { body: { data: { tags: [] } } }), 400, 'VALIDATION_FAILED', /tags/);
     expectError(await http('POST', attachPath, { body: { data: {} } }), 400, 'VALIDATION_FAILED', /tags/);
-    conforms(
-      'tags',
+    documented(
       'POST /v3alpha/knowledge-base/docs/{documentID}/tags/attach',
       await http('POST', attachPath, { body: { data: { tags: ['cats', 'cats'] } } }),
     );
     // Attaching again is no change.
-    conforms(
-      'tags',
+    documented(
       'POST /v3alpha/knowledge-base/docs/{documentID}/tags/attach',
       await http('POST', attachPath, { body: { data: { tags: ['cats'] } } }),
     );
@@ -276,8 +240,7 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
 
     const detachPath = `/v3alpha/knowledge-base/docs/${ids.lion}/tags/detach`;
     expectError(await http('POST', detachPath, { body: { data: { tags: ['unheard'] } } }), 404, 'NOT_FOUND');
-    conforms(
-      'tags',
+    documented(
       'POST /v3alpha/knowledge-base/docs/{documentID}/tags/detach',
       await http('POST', detachPath, { body: { data: { tags: ['cats'] } } }),
     );
@@ -305,7 +268,7 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
       query: { wait: 'true', tags: 'animals' },
       body: { data: { type: 'url', url: `${site.url}/walrus`, metadata: { kind: 'fact' } } },
     });
-    conforms('apis', 'POST /v1/knowledge-base/docs/upload/url', created);
+    documented('POST /v1/knowledge-base/docs/upload/url', created);
     expect(created.body.data).toEqual([
       expect.objectContaining({
         ...documentMembers,
@@ -323,14 +286,14 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
     const untyped = await http('POST', '/v1/knowledge-base/docs/upload/url', {
       body: { data: { url: `${site.url}/puffin`, name: 'Puffins' } },
     });
-    conforms('apis', 'POST /v1/knowledge-base/docs/upload/url', untyped);
+    documented('POST /v1/knowledge-base/docs/upload/url', untyped);
     expect(untyped.body.data[0]).toMatchObject({ data: { type: 'url', name: 'Puffins' }, status: 'PENDING' });
 
     const replaced = await http('PUT', `/v1/knowledge-base/docs/${documentID}/upload/url`, {
       query: { wait: 'true' },
       body: { data: { type: 'url', url: `${site.url}/puffin`, name: 'Puffin page' } },
     });
-    conforms('apis', 'PUT /v1/knowledge-base/docs/{documentID}/upload/url', replaced);
+    documented('PUT /v1/knowledge-base/docs/{documentID}/upload/url', replaced);
     expect(replaced.body.data[0]).toMatchObject({
       ...documentMembers,
       documentID,
@@ -385,7 +348,7 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
     // Only URL documents: a file is replaced at /upload.
     const file = await uploadFile(t.app, { key: p.apiKey, filename: 'note.txt', content: 'A note.' });
     expectError(
-      await http('PUT', `/v1/knowledge-base/docs/${file.body.data.documentID}/upload/url`, {
+      await http('PUT', `/v1/knowledge-base/docs/${file.body.data[0].documentID}/upload/url`, {
         body: { data: { url: `${site.url}/walrus` } },
       }),
       400,
@@ -412,7 +375,7 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
     expect(table.status, table.text).toBe(200);
     const documentID = table.body.data.documentID as string;
     const doc = await http('GET', `/v1/knowledge-base/docs/${documentID}`);
-    conforms('apis', 'GET /v1/knowledge-base/docs/{documentID}', doc);
+    documented('GET /v1/knowledge-base/docs/{documentID}', doc);
     expect(doc.body.data).toEqual([expect.objectContaining({ ...documentMembers, documentID, status: 'SUCCESS' })]);
     expect(doc.body.chunks).toEqual([
       expect.objectContaining({
@@ -430,7 +393,7 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
     const path = `/v1/knowledge-base/docs/${documentID}/chunk/${first!.chunkID}`;
 
     const updated = await http('PATCH', path, { body: { data: { metadata: { verified: true, kind: 'heron' } } } });
-    conforms('management-apis', 'PATCH /v1/knowledge-base/docs/{documentID}/chunk/{chunkID}', updated);
+    documented('PATCH /v1/knowledge-base/docs/{documentID}/chunk/{chunkID}', updated);
     expect(updated.body.data).toMatchObject({ ...documentMembers, documentID, data: { type: 'table', name: 'birds' } });
     const after = (await http('GET', `/v1/knowledge-base/docs/${documentID}`)).body.chunks;
     expect(after[0].metadata).toEqual({ area: 'north', kind: 'heron', verified: true });
@@ -466,7 +429,7 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
       query: { wait: 'true' },
     });
     expectError(
-      await http('PATCH', `/v1/knowledge-base/docs/${other.body.data.documentID}/chunk/${second!.chunkID}`, {
+      await http('PATCH', `/v1/knowledge-base/docs/${other.body.data[0].documentID}/chunk/${second!.chunkID}`, {
         body: { data: { metadata: { a: 1 } } },
       }),
       404,
@@ -480,7 +443,7 @@ describeEachDatabase("the original's remaining knowledge-base routes", (provider
 
     // DELETE: 200 with no content, as documented.
     const deleted = await http('DELETE', `/v1/knowledge-base/docs/${documentID}`);
-    conforms('apis', 'DELETE /v1/knowledge-base/docs/{documentID}', deleted);
+    documented('DELETE /v1/knowledge-base/docs/{documentID}', deleted);
     expectError(await http('GET', `/v1/knowledge-base/docs/${documentID}`), 404, 'NOT_FOUND');
   });
 });
