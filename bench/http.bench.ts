@@ -2,6 +2,7 @@ import express from 'express';
 import { routes } from '../src/rest/routes';
 import type { BenchSuite } from './lib';
 import { fmt, load, printTable, startBenchServer } from './lib';
+import { reportTarget } from './targets';
 
 /**
  * Issue 2: requests per second of an authenticated trivial operation (`viewer`) sent as GraphQL
@@ -73,6 +74,20 @@ export const httpBench: BenchSuite = {
           `${fmt(rest.latencyMean / gql.latencyMean, 2)}x`,
           '<= 1.15x',
         ]);
+        reportTarget({
+          id: 'graphql-trivial',
+          provider,
+          value: gql.requestsPerSecond,
+          baseline: baseline.requestsPerSecond,
+          note: `Viewer, 10 connections, ${duration} s`,
+        });
+        reportTarget({
+          id: 'rest-vs-graphql',
+          provider,
+          value: rest.latencyMean,
+          baseline: gql.latencyMean,
+          note: 'GET /v1/whoami vs POST /graphql Viewer, mean',
+        });
       } finally {
         await server.close();
       }

@@ -7,6 +7,7 @@ import autocannon from 'autocannon';
 import express from 'express';
 import type { BenchContext, BenchServer, BenchSuite } from './lib';
 import { fmt, printTable, startBenchServer, summarize } from './lib';
+import { reportTarget } from './targets';
 
 /**
  * Issue 6: the streaming runtime.
@@ -180,6 +181,13 @@ async function firstTraceSuite(ctx: BenchContext, rows: (string | number)[][]): 
         `p50 ${fmt(p.p50 / b.p50, 1)}x, p95 ${fmt(p.p95 / b.p95, 1)}x`,
       ],
     );
+    reportTarget({
+      id: 'first-trace',
+      provider: 'sqlite',
+      value: p.p50,
+      baseline: b.p50,
+      note: `two-step flow, ${streams} streams`,
+    });
   } finally {
     await server.close();
   }
@@ -225,6 +233,7 @@ async function throughputSuite(ctx: BenchContext, rows: (string | number)[][]): 
           `${fmt(turns / bare, 3)}x of baseline`,
         ],
       );
+      reportTarget({ id: 'turns', provider, value: turns, baseline: bare, note: `10 connections, ${duration} s` });
     } finally {
       await server.close();
     }

@@ -169,8 +169,8 @@ export function targetRows(reported: readonly TargetReport[] = reports): TargetR
       rows.push({
         measure: r.note ? `${spec.measure} (${r.note})` : spec.measure,
         provider: r.provider ?? '',
-        figure: `${fmt(r.value)} ${spec.unit}`,
-        baseline: r.baseline === undefined ? '-' : `${fmt(r.baseline)} ${spec.unit}`,
+        figure: `${figure(r.value)} ${spec.unit}`,
+        baseline: r.baseline === undefined ? '-' : `${figure(r.baseline)} ${spec.unit}`,
         ratio: Number.isFinite(ratio) ? `${ratio.toFixed(2)}x` : '-',
         target: describeBound(spec, r.provider),
         result: pass ? 'pass' : 'MISS',
@@ -178,6 +178,11 @@ export function targetRows(reported: readonly TargetReport[] = reports): TargetR
     }
   }
   return rows;
+}
+
+/** Two decimals below 10 (a sub-millisecond baseline such as 0.98 ms stays readable), else as `fmt`. */
+function figure(value: number): string {
+  return fmt(value, Math.abs(value) < 10 ? 2 : 1);
 }
 
 function describeBound(spec: TargetSpec, provider: Provider | undefined): string {

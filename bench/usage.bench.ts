@@ -5,6 +5,7 @@ import { queryUsageFromEvents } from '../src/analytics/raw-events';
 import { hourMs } from '../src/analytics/usage-metrics';
 import type { BenchSuite, LatencySummary } from './lib';
 import { fmt, printTable, startBenchServer, timeIt } from './lib';
+import { reportTarget } from './targets';
 
 /**
  * Issue 5: usage analytics at scale. Ingests N usage events (1,000,000; 50,000 with --quick) over
@@ -165,6 +166,12 @@ export const usageBench: BenchSuite = {
         const seconds = (performance.now() - started) / 1000;
         const rollupRows = await db.prisma.usageRollup.count({ where: { projectId: projectID } });
         ingestRows.push([provider, total.toLocaleString('en-US'), seconds, total / seconds, slowest, rollupRows]);
+        reportTarget({
+          id: 'usage-ingestion',
+          provider,
+          value: total / seconds,
+          note: `${fmt(total / 1000, 0)}k events over HTTP, ${inFlight} in flight`,
+        });
 
         const range = { projectID, startTime: new Date(start).toISOString(), endTime: new Date(end).toISOString() };
         const httpInteractions = await timeIt(

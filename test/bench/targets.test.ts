@@ -30,6 +30,18 @@ describe('the issue-17 target table of npm run bench', () => {
     expect(row(rows, /usage ingestion/)).toMatchObject({ result: 'not measured' });
   });
 
+  it('prints small figures with two decimals, so a sub-millisecond baseline keeps its digits', () => {
+    const rows = targetRows([{ id: 'first-trace', provider: 'sqlite', value: 2.45, baseline: 0.98 }]);
+    expect(row(rows, /first trace/, 'sqlite')).toMatchObject({
+      figure: '2.45 ms',
+      baseline: '0.98 ms',
+      ratio: '2.50x',
+      result: 'pass',
+    });
+    const rates = targetRows([{ id: 'usage-ingestion', provider: 'postgresql', value: 14_100.4 }]);
+    expect(row(rates, /usage ingestion/, 'postgresql')).toMatchObject({ figure: '14,100 events/s', result: 'MISS' });
+  });
+
   it('misses a ratio target reported without its baseline', () => {
     const rows = targetRows([{ id: 'kb-ingestion', provider: 'sqlite', value: 1_000 }]);
     expect(row(rows, /KB ingestion/, 'sqlite')).toMatchObject({
