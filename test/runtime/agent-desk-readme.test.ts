@@ -154,8 +154,9 @@ sqliteOnly('the agent desk, as the README runs it', () => {
       body: form,
     });
     expect(uploaded.status, await uploaded.clone().text()).toBe(200);
-    const document = ((await uploaded.json()) as { data: { documentID: string; status: { type: string } } }).data;
-    expect(document.status.type).toBe('SUCCESS');
+    // The original's document shape (docs/knowledge-base.md): `data` is an array, `status` a string.
+    const [document] = ((await uploaded.json()) as { data: { documentID: string; status: string }[] }).data;
+    expect(document.status).toBe('SUCCESS');
 
     const say = async (body: unknown) => {
       const res = await fetch(`${base}/v2/project/${projectID}/user/bob/interact/stream?completion_events=true`, {
