@@ -118,7 +118,7 @@ sqliteOnly('the agent desk, as the README runs it', () => {
       INTEGRATION_SECRETS_KEY: randomBytes(32).toString('hex'),
       RUNTIME_ALLOW_PRIVATE_URLS: 'true',
     });
-    await waitUntilReady(server, '/readyz', 900);
+    await waitUntilReady(server, '/readyz', 120_000);
     const base = server.url;
 
     // Register the MCP server with the operator's token.

@@ -34,13 +34,21 @@ const counter = {
 const token = 'operator-token-for-kill-recovery';
 const users = Array.from({ length: 8 }, (_v, i) => `k${i}`);
 
-function serve(database: ScratchDatabase): Promise<ServeProcess> {
+/**
+ * A turn's lease on its user outlives the turn's time limit by a minute (src/runtime/service.ts),
+ * so a user whose turn was running when the process died is locked until then. The restarted
+ * server waits for such leases (RUNTIME_LOCK_WAIT_MS) rather than answering "still running", and
+ * a short turn limit keeps that wait near a minute.
+ */
+function serve(database: ScratchDatabase, env: Record<string, string> = {}): Promise<ServeProcess> {
   return startServeProcess({
     DATABASE_URL: database.url,
     ADMIN_TOKEN: token,
     LOG_LEVEL: 'warn',
     JOB_POLL_MS: '50',
     RATE_LIMIT_ENABLED: 'false',
+    RUNTIME_TURN_TIMEOUT_MS: '5000',
+    ...env,
   });
 }
 
@@ -111,16 +119,16 @@ describeEachDatabase('kill -9 during a load of turns', (provider) => {
     expect(signal).toBe('SIGKILL');
     await Promise.all(loops);
 
-    second = await serve(database());
+    second = await serve(database(), { RUNTIME_LOCK_WAIT_MS: '120000' });
     await waitUntilReady(second, '/readyz', 90_000);
     // One more turn per user: it sees the state the killed process committed, and records the
     // user's earlier outbox entries first.
     const after = new Map<string, number>();
-    for (const user of users) {
-      const visit = await turn(second.url, projectID, user);
-      expect(visit, `the turn of ${user} after the restart`).not.toBeNull();
-      after.set(user, visit!);
-    }
+    const visits = await Promise.all(users.map((user) => turn(second!.url, projectID, user)));
+    users.forEach((user, i) => {
+      expect(visits[i], `the turn of ${user} after the restart`).not.toBeNull();
+      after.set(user, visits[i]!);
+    });
 
     const db = await createDb(database().url);
     try {
