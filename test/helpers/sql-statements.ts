@@ -17,7 +17,7 @@ export async function recordSqlStatements(fn: () => Promise<void>): Promise<stri
   const executions = ['run', 'get', 'all', 'iterate'] as const;
   const originals = executions.map((name) => statement[name] as (...args: unknown[]) => unknown);
   executions.forEach((name, i) => {
-    const original = originals[i];
+    const original = originals[i] as (...args: unknown[]) => unknown;
     statement[name] = function (this: { source: string }, ...args: unknown[]) {
       statements.push(this.source);
       return original.apply(this, args);

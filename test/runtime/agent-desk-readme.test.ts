@@ -155,7 +155,9 @@ sqliteOnly('the agent desk, as the README runs it', () => {
     });
     expect(uploaded.status, await uploaded.clone().text()).toBe(200);
     // The original's document shape (docs/knowledge-base.md): `data` is an array, `status` a string.
-    const [document] = ((await uploaded.json()) as { data: { documentID: string; status: string }[] }).data;
+    const uploadedDocuments = ((await uploaded.json()) as { data: { documentID: string; status: string }[] }).data;
+    expect(uploadedDocuments).toHaveLength(1);
+    const document = uploadedDocuments[0] as { documentID: string; status: string };
     expect(document.status).toBe('SUCCESS');
 
     const say = async (body: unknown) => {
