@@ -76,9 +76,11 @@ describeEachDatabase('transcript search statements', (provider) => {
         expect(transcript.properties).toHaveLength(2);
         expect(transcript.evaluations).toHaveLength(1);
       }
-      // The key's last-used stamp is the authenticator's, not the search's.
-      const reads = statements.filter((s) => /^\s*SELECT/i.test(s)).map(tableOf);
-      return { operations: requestOperations(operations), reads: reads.sort(), statements: statements.length };
+      // The key's lookup and last-used stamp are the authenticator's, not the search's: its cache
+      // entry may expire between two searches on a slow machine, so they are left out.
+      const ofSearch = statements.filter((s) => !/\bApiKey\b/.test(s));
+      const reads = ofSearch.filter((s) => /^\s*SELECT/i.test(s)).map(tableOf);
+      return { operations: requestOperations(operations), reads: reads.sort(), statements: ofSearch.length };
     };
     await search(25); // warm: the key and the project are looked up once and cached
     const [one, five, page] = [await search(1), await search(5), await search(25)];
