@@ -8,6 +8,25 @@ export interface Series {
 
 const palette = ['#3b4cca', '#d9480f', '#2b8a3e', '#ae3ec9', '#1098ad', '#e67700'];
 
+const hour = 3_600;
+const day = 24 * hour;
+/** uPlot's time tick steps from an hour up, in seconds. */
+const timeSteps = [
+  hour,
+  2 * hour,
+  3 * hour,
+  6 * hour,
+  12 * hour,
+  day,
+  2 * day,
+  7 * day,
+  14 * day,
+  30 * day,
+  91 * day,
+  182 * day,
+  365 * day,
+];
+
 /**
  * A time chart (uPlot on a canvas). Screen readers get the summary as the figure's name, and the
  * numbers in the table under it.
@@ -19,7 +38,10 @@ export function TimeChart(props: {
   unit?: string;
   /** False where a sum of buckets means nothing (distinct users). */
   showTotal?: boolean;
+  /** The bucket's length in seconds: no tick finer than a bucket (daily points get no "8am" ticks). */
+  bucketSeconds?: number;
 }) {
+  const bucketSeconds = props.bucketSeconds;
   const host = useRef<HTMLDivElement>(null);
   // The first series is the metric; others (successes) are parts of it.
   const total = props.series[0]?.values.reduce((a, b) => a + b, 0) ?? 0;
@@ -40,7 +62,10 @@ export function TimeChart(props: {
         },
         // Room for the widest tick label (e.g. 1,000,000 tokens), which uPlot does not measure.
         axes: [
-          { stroke: '#555' },
+          {
+            stroke: '#555',
+            ...(bucketSeconds ? { incrs: timeSteps.filter((step) => step >= bucketSeconds) } : {}),
+          },
           {
             stroke: '#555',
             // Tick labels can be longer than the largest value ("67.5" for a max of 68): room for four characters at least.
@@ -67,7 +92,7 @@ export function TimeChart(props: {
       resize.disconnect();
       plot.destroy();
     };
-  }, [props.times, props.series]);
+  }, [props.times, props.series, bucketSeconds]);
   return (
     <figure class="chart" aria-label={`${props.title} chart: ${points} points, total ${total}`}>
       <figcaption>

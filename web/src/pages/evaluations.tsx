@@ -204,6 +204,7 @@ function ResultsOverTime({ evaluation }: { evaluation: Evaluation }) {
   }, [evaluation.id, days, granularity, timeZone]);
   const series = data.data?.transcriptEvaluationResultsOverTime;
   const per = granularity === 'day' ? 'per day' : 'per week';
+  const bucketSeconds = granularity === 'day' ? 86_400 : 7 * 86_400;
   const charts = useMemo(() => {
     if (!series) return null;
     const judged = series.points.filter((p) => p.count > 0 && p.average !== null);
@@ -265,9 +266,15 @@ function ResultsOverTime({ evaluation }: { evaluation: Evaluation }) {
               series={charts.averages}
               // A sum of percentages or averages means nothing.
               showTotal={false}
+              bucketSeconds={bucketSeconds}
             />
           ) : null}
-          <TimeChart title={`${evaluation.name}: results ${per}`} times={charts.times} series={charts.counts} />
+          <TimeChart
+            title={`${evaluation.name}: results ${per}`}
+            times={charts.times}
+            series={charts.counts}
+            bucketSeconds={bucketSeconds}
+          />
           <ul class="plain" aria-label={`${evaluation.name} results by value`}>
             {series.values.map((v) => (
               <li key={String(v.value)}>

@@ -350,6 +350,7 @@ export function OverviewPage() {
             series={c.lines}
             unit={c.unit}
             showTotal={c.name !== 'unique_users'}
+            bucketSeconds={{ hour: 3_600, day: 86_400, week: 7 * 86_400 }[effectiveGranularity]}
           />
         ))}
       </div>
