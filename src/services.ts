@@ -74,7 +74,9 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     const applied = await applyMigrations(config.DATABASE_URL);
     if (applied.length) logger.info({ applied }, 'applied database migrations');
   }
-  const db = await createDb(config.DATABASE_URL);
+  const db = await createDb(config.DATABASE_URL, {
+    onConnectionError: (err) => logger.warn({ err }, 'a PostgreSQL connection was lost; the pool replaces it'),
+  });
   const ops = createOps(config, { logger, db });
   const { pubsub, close: closePubSub } = createAppPubSub(config.REDIS_URL, {
     prefix: config.REDIS_PREFIX,

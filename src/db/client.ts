@@ -64,6 +64,12 @@ export interface CreateDbOptions {
   poolSize?: number;
   /** SQLite busy timeout in milliseconds (default 5000). */
   busyTimeoutMs?: number;
+  /**
+   * Called when PostgreSQL ends a pooled connection on its own (a restart, an administrator's
+   * pg_terminate_backend, the database dropped): the pool replaces it and the next query goes on.
+   * Without a listener such an error would end the process. Default: one line on stderr.
+   */
+  onConnectionError?: (err: Error) => void;
 }
 
 /** Opens the database at `url` with the driver adapter its scheme calls for. */
@@ -94,6 +100,9 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
       transactionOptions: { maxWait: 15_000 },
     });
   } else {
+    const onConnectionError =
+      opts.onConnectionError ??
+      ((err: Error) => process.stderr.write(`parley: a PostgreSQL connection was lost: ${err.message}\n`));
     const adapter = new PrismaPg({
       connectionString: url,
       max: opts.poolSize ?? 10,
@@ -101,7 +110,8 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
       // compilation, which PostgreSQL starts above a cost estimate those reach on large tables,
       // took seconds where the query itself takes milliseconds.
       options: '-c jit=off',
-    });
+    },
+    { onPoolError: onConnectionError, onConnectionError });
     base = new PostgresClient({ adapter }) as unknown as PrismaDb;
   }
   await base.$connect();

@@ -83,6 +83,7 @@ export function migrationNames(provider: Provider): string[] {
 async function withMigrationLock<T>(url: string, fn: () => Promise<T>): Promise<T> {
   if (providerOf(url) !== 'postgresql') return fn();
   const client = new pg.Client({ connectionString: url });
+  client.on('error', () => {}); // a lost connection fails the awaited query instead
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock(7270736901)');
@@ -113,6 +114,7 @@ export async function readAppliedMigrations(url: string): Promise<string[]> {
     }
   }
   const client = new pg.Client({ connectionString: url });
+  client.on('error', () => {}); // a lost connection fails the awaited query instead
   await client.connect();
   try {
     const { rows } = await client.query<{ migration_name: string }>(sql);

@@ -101,6 +101,8 @@ function runScriptsWhole(adapter: SqlDriverAdapter, pool: pg.Pool): SqlDriverAda
 function adapterFactory(url: string): { factory: SqlMigrationAwareDriverAdapterFactory; pool?: pg.Pool } {
   if (providerOf(url) === 'postgresql') {
     const pool = new pg.Pool({ connectionString: url, Client: CatalogCharAsTextClient, max: 2 });
+    // An idle connection the server ends is replaced on the next query; unheard, it would end the process.
+    pool.on('error', () => {});
     return { factory: new PrismaPg(pool), pool };
   }
   return { factory: new PrismaBetterSqlite3({ url: sqliteFilePath(url) }) };

@@ -48,6 +48,8 @@ export async function createScratchDatabase(
 
 export async function adminQuery(adminUrl: string, sql: string): Promise<pg.QueryResult> {
   const client = new pg.Client({ connectionString: adminUrl });
+  // A connection ended by the server between queries surfaces in the awaited call, not as an event.
+  client.on('error', () => {});
   await client.connect();
   try {
     return await client.query(sql);
