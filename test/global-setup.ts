@@ -79,7 +79,19 @@ async function probeRedis(): Promise<string | null> {
   }
 }
 
+/** The lanes PARLEY_TEST_LANES and PARLEY_TEST_REQUIRE may name. */
+const laneNames = ['sqlite', 'postgres', 'redis', 'chromium'];
+
 export default async function setup(project: TestProject) {
+  // A misspelt lane ("postgresql") would silently skip a lane the caller meant to run.
+  for (const [variable, names] of [
+    ['PARLEY_TEST_LANES', restrict],
+    ['PARLEY_TEST_REQUIRE', [...required]],
+  ] as const) {
+    const unknown = names.filter((name) => !laneNames.includes(name));
+    if (unknown.length)
+      throw new Error(`${variable} names unknown lane(s) ${unknown.join(', ')}; the lanes are ${laneNames.join(', ')}`);
+  }
   const runId = `${Date.now().toString(36)}${process.pid.toString(36)}`;
   const lanes: Lanes = { runId, sqlite: null, postgres: null, redis: null, chromium: null, skipped: {} };
   const cleanups: (() => Promise<void>)[] = [];
