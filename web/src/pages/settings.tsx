@@ -1,3 +1,4 @@
+// biome-ignore-all lint/a11y/noRedundantRoles: the API-key table is laid out as stacked blocks at narrow widths (styles.css, table.stack-narrow), which drops a table's implicit roles in Chromium; the explicit roles keep it a table for screen readers.
 import { useState } from 'preact/hooks';
 import { gql } from '../api';
 import { useConsole } from '../context';
@@ -72,27 +73,43 @@ function ApiKeys() {
       <ErrorNote error={keys.error || error} />
       {keys.data ? (
         <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Key</th>
-                <th scope="col">Scopes</th>
-                <th scope="col">Last used</th>
-                <th scope="col">State</th>
-                <th scope="col">Actions</th>
+          <table class="stack-narrow" role="table">
+            <thead role="rowgroup">
+              <tr role="row">
+                <th scope="col" role="columnheader">
+                  Key
+                </th>
+                <th scope="col" role="columnheader">
+                  Scopes
+                </th>
+                <th scope="col" role="columnheader">
+                  Last used
+                </th>
+                <th scope="col" role="columnheader">
+                  State
+                </th>
+                <th scope="col" role="columnheader">
+                  Actions
+                </th>
               </tr>
             </thead>
-            <tbody>
+            <tbody role="rowgroup">
               {keys.data.apiKeys.map((k) => (
-                <tr key={k.id}>
-                  <td>
+                <tr key={k.id} role="row">
+                  <td data-label="Key" role="cell">
                     {k.name ?? <span class="muted">(no name)</span>} <span class="mono muted">{k.id}</span>
                     {k.id === viewer.keyID ? <span class="badge">this session</span> : null}
                   </td>
-                  <td class="scopes">{k.scopes.join(', ')}</td>
-                  <td>{formatTime(k.lastUsedAt)}</td>
-                  <td>{k.revokedAt ? 'revoked' : k.expiresAt ? `expires ${formatTime(k.expiresAt)}` : 'active'}</td>
-                  <td class="row">
+                  <td class="scopes" data-label="Scopes" role="cell">
+                    {k.scopes.join(', ')}
+                  </td>
+                  <td data-label="Last used" role="cell">
+                    {formatTime(k.lastUsedAt)}
+                  </td>
+                  <td data-label="State" role="cell">
+                    {k.revokedAt ? 'revoked' : k.expiresAt ? `expires ${formatTime(k.expiresAt)}` : 'active'}
+                  </td>
+                  <td class="row" data-label="Actions" role="cell">
                     {!k.revokedAt ? (
                       <>
                         <ConfirmButton
