@@ -1,7 +1,39 @@
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { relative } from 'node:path';
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 const require = createRequire(import.meta.url);
+
+/** A test file that starts `parley` processes or a browser: each start costs seconds of CPU. */
+const startsProcesses = /bin\/parley\.js|startServeProcess|chromium|spawn\(/;
+
+/**
+ * Vitest runs the files it has no timings for first, larger files first. A fresh checkout (CI) has
+ * no timings, and the files that start processes are not the largest: the slowest of them
+ * (test/cli/cli.test.ts) started last and ran alone at the end. Among files without timings, those
+ * that start processes go first; with timings (a second local run), vitest's own order (longest
+ * first) stands.
+ */
+class ProcessesFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const timed = (f: TestSpecification) =>
+      this.ctx.cache.getFileTestResults(`${f.project.name}:${relative(this.ctx.config.root, f.moduleId)}`);
+    const weight = (f: TestSpecification) => {
+      if (timed(f)) return 1;
+      try {
+        return startsProcesses.test(readFileSync(f.moduleId, 'utf8')) ? 0 : 1;
+      } catch {
+        return 1;
+      }
+    };
+    const weights = new Map(sorted.map((f) => [f, weight(f)]));
+    // Array.prototype.sort is stable: within each group the base order stays.
+    return [...sorted].sort((a, b) => weights.get(a)! - weights.get(b)!);
+  }
+}
 
 export default defineConfig({
   resolve: {
@@ -20,6 +52,7 @@ export default defineConfig({
     // on a 2-core machine finish the suite in about half the time of vitest's default (cores - 1).
     // Each file has its own databases and ports, so files never share state.
     maxWorkers: 3,
+    sequence: { sequencer: ProcessesFirstSequencer },
     reporters: ['default'],
   },
 });

@@ -1,6 +1,7 @@
 // Opens N server-sent event streams from a separate process, so that the bench measures the
-// server's memory alone. Prints "ready" once every stream has its first trace, "done" when all
-// have ended. Arguments: a JSON object {urls: string[], headers, body}.
+// server's memory alone. Prints "ready" once every stream has its first trace, "first-end" when
+// the first stream ends (a measure taken after it did not hold every stream open), "done" when
+// all have ended. Arguments: a JSON object {urls: string[], headers, body}.
 import { request } from 'node:http';
 
 const { urls, headers, body } = JSON.parse(process.argv[2]);
@@ -23,6 +24,7 @@ for (const url of urls) {
       });
       res.on('end', () => {
         if (!text.includes('event: end')) console.error(`stream without end: ${text.slice(0, 200)}`);
+        if (ended === 0) console.log('first-end');
         if (++ended === urls.length) {
           console.log('done');
           process.exit(0);

@@ -3,9 +3,11 @@
  * and a printer. Every figure is printed beside a baseline measured in the same run, because the
  * machines are shared and absolute numbers drift from run to run.
  */
+import { copyFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { createProject } from '../src/admin/service';
 import { applyMigrations } from '../src/db/migrate';
+import { sqliteFilePath } from '../src/db/schema-engine';
 import type { Provider } from '../src/db/schema-source';
 import { createScratchDatabase, defaultPgAdminUrl, type ScratchDatabase } from '../src/db/scratch';
 import { type Config, loadConfig } from '../src/env';
@@ -19,6 +21,60 @@ export interface BenchContext {
   /** Shorter runs (`--quick`), for checking that a suite works. */
   quick: boolean;
   pgAdminUrl: string;
+  /**
+   * Databases migrated once per provider and copied for each server of the run (`npm run bench`
+   * sets it). Without it every server migrates its own empty database.
+   */
+  templates?: DatabaseTemplates;
+}
+
+/** One migrated template database per provider, copied for each server of a run. */
+export interface DatabaseTemplates {
+  /** A new database with every migration applied: a copy of the provider's template. */
+  create(provider: Provider): Promise<ScratchDatabase>;
+  /** Drops the templates. */
+  drop(): Promise<void>;
+}
+
+/**
+ * Migrating an empty database takes seconds (the WASM schema engine applies every migration); a
+ * run starts a dozen servers. The template is migrated once, as for the test suite, and copied:
+ * a file copy for SQLite, CREATE DATABASE … TEMPLATE for PostgreSQL. The copy is the same schema
+ * a migrated database has, so nothing measured changes.
+ */
+export function createDatabaseTemplates(pgAdminUrl: string): DatabaseTemplates {
+  const templates = new Map<Provider, Promise<ScratchDatabase>>();
+  const template = (provider: Provider) => {
+    let made = templates.get(provider);
+    if (!made) {
+      made = (async () => {
+        const db = await createScratchDatabase(provider, { pgAdminUrl, prefix: 'parley_bench_template' });
+        await applyMigrations(db.url);
+        return db;
+      })();
+      templates.set(provider, made);
+    }
+    return made;
+  };
+  return {
+    async create(provider) {
+      const source = await template(provider);
+      if (provider === 'sqlite') {
+        const db = await createScratchDatabase('sqlite', { prefix: 'parley_bench' });
+        copyFileSync(sqliteFilePath(source.url), sqliteFilePath(db.url));
+        return db;
+      }
+      return createScratchDatabase('postgresql', {
+        pgAdminUrl,
+        prefix: 'parley_bench',
+        template: new URL(source.url).pathname.slice(1),
+      });
+    },
+    async drop() {
+      for (const made of templates.values()) await (await made.catch(() => null))?.drop();
+      templates.clear();
+    },
+  };
 }
 
 export interface BenchSuite {
@@ -43,8 +99,12 @@ export async function startBenchServer(
   provider: Provider,
   env: Record<string, string> = {},
 ): Promise<BenchServer> {
-  const database = await createScratchDatabase(provider, { pgAdminUrl: ctx.pgAdminUrl, prefix: 'parley_bench' });
-  await applyMigrations(database.url);
+  let database: ScratchDatabase;
+  if (ctx.templates) database = await ctx.templates.create(provider);
+  else {
+    database = await createScratchDatabase(provider, { pgAdminUrl: ctx.pgAdminUrl, prefix: 'parley_bench' });
+    await applyMigrations(database.url);
+  }
   const config = loadConfig({
     NODE_ENV: 'production',
     LOG_LEVEL: 'silent',

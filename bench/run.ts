@@ -5,7 +5,7 @@
  * measured in the same run, then the table of issue 17 (bench/targets.ts): every measure with its
  * ratio and target, pass or miss. PostgreSQL runs on PARLEY_PG_ADMIN_URL (default the local server).
  */
-import { defaultBenchContext } from './lib';
+import { createDatabaseTemplates, defaultBenchContext } from './lib';
 import { suites } from './suites';
 import { printTargets } from './targets';
 
@@ -19,11 +19,23 @@ const selected = names.length ? suites.filter((s) => names.includes(s.name)) : s
 console.log(
   `Parley benchmarks on Node ${process.version}, providers: ${ctx.providers.join(', ')}${ctx.quick ? ' (quick)' : ''}`,
 );
-for (const suite of selected) {
-  console.log(`\n=== ${suite.name}: ${suite.description}`);
-  const started = performance.now();
-  await suite.run(ctx);
-  console.log(`(${suite.name} took ${((performance.now() - started) / 1000).toFixed(1)} s)`);
+const runStarted = performance.now();
+const seconds = (since: number) => ((performance.now() - since) / 1000).toFixed(1);
+const took: string[] = [];
+ctx.templates = createDatabaseTemplates(ctx.pgAdminUrl);
+try {
+  for (const suite of selected) {
+    console.log(`\n=== ${suite.name}: ${suite.description}`);
+    const started = performance.now();
+    await suite.run(ctx);
+    took.push(`${suite.name} ${seconds(started)} s`);
+    console.log(`(${suite.name} took ${seconds(started)} s)`);
+  }
+} finally {
+  await ctx.templates.drop();
 }
 printTargets();
+console.log(
+  `\nTotal wall time ${seconds(runStarted)} s${ctx.quick ? ' (quick)' : ''}, ${ctx.providers.join(', ')}: ${took.join(', ')}`,
+);
 process.exit(0);

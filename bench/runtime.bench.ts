@@ -263,10 +263,13 @@ async function memory(): Promise<{ js: number; rss: number }> {
 
 /**
  * Opens `n` streams from a child process (so only the server's memory is measured here); resolves
- * once each has its first trace, with a promise for all their ends.
+ * once each has its first trace, with how long that took, whether every stream is still open (a
+ * reading taken after one ended would count fewer streams than it divides by) and a promise for
+ * all their ends.
  */
 async function holdStreams(n: number, url: (i: number) => string, headers: Record<string, string>, body: string) {
   const urls = Array.from({ length: n }, (_v, i) => url(i));
+  const started = performance.now();
   const child = spawn(
     process.execPath,
     [join(import.meta.dirname, 'hold-streams.mjs'), JSON.stringify({ urls, headers, body })],
@@ -275,60 +278,63 @@ async function holdStreams(n: number, url: (i: number) => string, headers: Recor
     },
   );
   const lines = createInterface({ input: child.stdout! });
-  const seen: string[] = [];
+  const seen = new Set<string>();
+  lines.on('line', (line) => seen.add(line));
   const waitFor = (word: string) =>
     new Promise<void>((resolve, reject) => {
-      if (seen.includes(word)) return resolve();
-      const onLine = (line: string) => {
-        seen.push(line);
+      if (seen.has(word)) return resolve();
+      lines.on('line', (line) => {
         if (line === word) resolve();
-      };
-      lines.on('line', onLine);
+      });
       child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`stream client exited with ${code}`))));
     });
   await waitFor('ready');
-  return waitFor('done');
+  return { openMs: performance.now() - started, allOpen: () => !seen.has('first-end'), done: waitFor('done') };
 }
 
 async function memorySuite(ctx: BenchContext, rows: (string | number)[][]): Promise<void> {
-  const n = 500;
-  const holdMs = ctx.quick ? 4000 : 8000;
-  const server = await startBenchServer(ctx, 'sqlite', { RUNTIME_TURN_TIMEOUT_MS: '60000' });
+  // --quick: 100 streams (full: 500), which still moves the heap by megabytes per reading.
+  const n = ctx.quick ? 100 : 500;
+  const warmCount = ctx.quick ? 50 : 100;
+  const server = await startBenchServer(ctx, 'sqlite', { RUNTIME_TURN_TIMEOUT_MS: '120000' });
   try {
     await publishProgram(server, holding);
     const headers = { authorization: server.project.apiKey, 'content-type': 'application/json' };
     const frames = splitFrames(await captureBody(server, 'sample'));
-    const baseline = await startBaseline(frames, holdMs);
-    const body = JSON.stringify({ action: { type: 'launch' }, variables: { hold_ms: holdMs } });
+    const parleyUrl = (prefix: string) => (i: number) =>
+      `${server.url}/v2/project/${server.project.projectID}/user/${prefix}${i}/interact/stream`;
 
     // Warm both paths (code compiled, caches filled, pools grown) before anything is measured.
     const warm = JSON.stringify({ action: { type: 'launch' }, variables: { hold_ms: 10 } });
-    await await holdStreams(100, (i) => `${baseline.url}/stream/w${i}`, headers, warm);
-    await await holdStreams(
-      100,
-      (i) => `${server.url}/v2/project/${server.project.projectID}/user/warm${i}/interact/stream`,
-      headers,
-      warm,
+    const warmed = await holdStreams(warmCount, parleyUrl('warm'), headers, warm);
+    await warmed.done;
+    // Every stream must still be open when the memory is read, and the first one opened waits
+    // longest: hold each for twice the time the warm-up's streams took to open, scaled to n, plus
+    // 2 s for the reading itself (at least 2 s with --quick, 8 s in full; at most 100 s, under the
+    // turn timeout: a reading that still comes too late is marked INVALID below).
+    const holdMs = Math.min(
+      100_000,
+      Math.max(ctx.quick ? 2000 : 8000, Math.ceil((2 * warmed.openMs * n) / warmCount) + 2000),
     );
+    const baseline = await startBaseline(frames, holdMs);
+    await (await holdStreams(warmCount, (i) => `${baseline.url}/stream/w${i}`, headers, warm)).done;
+    const body = JSON.stringify({ action: { type: 'launch' }, variables: { hold_ms: holdMs } });
 
     // Connections of the warm-up close after their responses: let them.
     await new Promise((r) => setTimeout(r, 1000));
     const bareBefore = await memory();
-    const bareEnds = await holdStreams(n, (i) => `${baseline.url}/stream/u${i}`, headers, body);
+    const bareHeld = await holdStreams(n, (i) => `${baseline.url}/stream/u${i}`, headers, body);
     const bareDuring = await memory();
-    await bareEnds;
+    const bareValid = bareHeld.allOpen();
+    await bareHeld.done;
     await baseline.close();
     await new Promise((r) => setTimeout(r, 1000));
 
     const before = await memory();
-    const ends = await holdStreams(
-      n,
-      (i) => `${server.url}/v2/project/${server.project.projectID}/user/held${i}/interact/stream`,
-      headers,
-      body,
-    );
+    const held = await holdStreams(n, parleyUrl('held'), headers, body);
     const during = await memory();
-    await ends;
+    const valid = held.allOpen();
+    await held.done;
 
     const per = (a: { js: number; rss: number }, b: { js: number; rss: number }) => ({
       js: (b.js - a.js) / n / 1024,
@@ -336,17 +342,18 @@ async function memorySuite(ctx: BenchContext, rows: (string | number)[][]): Prom
     });
     const bare = per(bareBefore, bareDuring);
     const parley = per(before, during);
+    const invalid = (ok: boolean) => (ok ? '' : ' (INVALID: a stream ended before the reading)');
     // The resident set moves by whole pages and pool sizes on a shared machine; it is printed for
     // orientation, the heap + external figure is the comparable one.
     rows.push(
       [
-        `memory per held-open stream, bare Express SSE (baseline), ${n} open`,
+        `memory per held-open stream, bare Express SSE (baseline), ${n} open ${fmt(holdMs / 1000)} s${invalid(bareValid)}`,
         `${fmt(bare.js, 1)} KiB`,
         `(RSS ${fmt(bare.rss, 0)} KiB)`,
         '',
       ],
       [
-        `memory per held-open stream, v2 stream mid-turn, ${n} open [sqlite]`,
+        `memory per held-open stream, v2 stream mid-turn, ${n} open ${fmt(holdMs / 1000)} s [sqlite]${invalid(valid)}`,
         `${fmt(parley.js, 1)} KiB`,
         `(RSS ${fmt(parley.rss, 0)} KiB)`,
         `+${fmt(parley.js - bare.js, 1)} KiB per stream`,

@@ -1,24 +1,18 @@
 import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
-import { createApiKey, createProject, findApiKey, revokeApiKey, rotateApiKey } from '../admin/service';
+// Only what parsing arguments and reporting errors needs is imported here. Each command imports
+// the rest when it runs: `parley migrate` or a usage error does not load the server, and
+// `parley project create` does not load the HTTP and GraphQL stack (a CLI process starts in a
+// fraction of the time; the tests start hundreds of them).
 import { graceSecondsSchema, idSchema, projectNameSchema, scopesSchema } from '../admin/validation';
 import { type Scope, scopes } from '../auth/keys';
-import { applyMigrations } from '../db/migrate';
 import { demoLimits } from '../demo/limits';
 import { type Config, ConfigError, loadConfig } from '../env';
 import { AppError } from '../lib/errors';
-import { createLogger } from '../lib/logger';
 import { parseTimestamp, timestampProblemMessage } from '../lib/time';
-import { setupTracing } from '../ops/tracing';
-import { exitOnSignals, startServer } from '../server';
-import { type AppServices, createServices } from '../services';
-import {
-  getWebChatSettings,
-  updateWebChatSettings,
-  type WebChatSettingsInput,
-  webChatSettingsInputSchema,
-} from '../webchat/settings';
+import type { AppServices } from '../services';
+import type { WebChatSettingsInput } from '../webchat/settings';
 
 const usage = `Usage: parley <command> [options]
 
@@ -83,6 +77,7 @@ function print(value: unknown): void {
 }
 
 async function withServices<T>(config: Config, fn: (services: AppServices) => Promise<T>): Promise<T> {
+  const [{ createServices }, { createLogger }] = await Promise.all([import('../services'), import('../lib/logger')]);
   const services = await createServices(config, { logger: createLogger(config.LOG_LEVEL, { component: 'cli' }) });
   try {
     return await fn(services);
@@ -107,12 +102,22 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   const config = loadConfig(env);
   switch (command) {
     case 'serve': {
+      const [{ setupTracing }, { createLogger }, { exitOnSignals, startServer }] = await Promise.all([
+        import('../ops/tracing'),
+        import('../lib/logger'),
+        import('../server'),
+      ]);
       const tracing = await setupTracing(config, createLogger(config.LOG_LEVEL, { component: 'tracing' }));
       const running = await startServer(config);
       exitOnSignals(running, { beforeExit: tracing?.shutdown });
       return -1; // keep running
     }
     case 'worker': {
+      const [{ setupTracing }, { createLogger }, { createServices }] = await Promise.all([
+        import('../ops/tracing'),
+        import('../lib/logger'),
+        import('../services'),
+      ]);
       const tracing = await setupTracing(config, createLogger(config.LOG_LEVEL, { component: 'tracing' }));
       const services = await createServices(config, {
         logger: createLogger(config.LOG_LEVEL, { component: 'worker' }),
@@ -134,6 +139,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       return -1;
     }
     case 'migrate': {
+      const { applyMigrations } = await import('../db/migrate');
       const applied = await applyMigrations(config.DATABASE_URL);
       print({ applied });
       return 0;
@@ -149,6 +155,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       const name = requireValid(projectNameSchema, values.name, '--name');
       const workspaceId = values.workspace ? requireValid(idSchema, values.workspace, '--workspace') : null;
       const scopes = parseScopeList(values.scopes);
+      const { createProject } = await import('../admin/service');
       const out = await withServices(config, async (services) => {
         const created = await createProject(adminDeps(services), {
           name,
@@ -182,6 +189,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
           throw new UsageError('key create needs exactly one of --project ID or --workspace ID');
         }
         const scopes = parseScopeList(values.scopes);
+        const { createApiKey } = await import('../admin/service');
         const out = await withServices(config, async (services) => {
           let workspaceId: string;
           let projectId: string | null = null;
@@ -216,6 +224,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
         });
         if (positionals.length !== 1) throw new UsageError(`key ${sub} needs exactly one KEY_ID`);
         const keyId = requireValid(idSchema, positionals[0], 'KEY_ID');
+        const { findApiKey, revokeApiKey, rotateApiKey } = await import('../admin/service');
         const out = await withServices(config, async (services) => {
           await findApiKey(services, keyId);
           if (sub === 'revoke') {
@@ -412,6 +421,7 @@ async function runWebChatCommand(config: Config, sub: string | undefined, rest: 
   if (!values.project) throw new UsageError(`webchat ${sub} needs --project ID`);
   const projectId = requireValid(idSchema, values.project, '--project');
   const v = values as Record<string, string | string[] | boolean | undefined>;
+  const { getWebChatSettings, updateWebChatSettings, webChatSettingsInputSchema } = await import('../webchat/settings');
   let input: WebChatSettingsInput = {};
   if (sub === 'set') {
     if (v.enable && v.disable) throw new UsageError('--enable and --disable exclude each other');

@@ -1,28 +1,9 @@
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { projectRoot } from '../../src/db/schema-source';
 import type { ScratchDatabase } from '../../src/db/scratch';
 import { createScratchDatabase } from '../../src/db/scratch';
 import { startTestApp } from '../helpers/app';
 import { describeEachDatabase, lanes } from '../helpers/lanes';
-
-const run = promisify(execFile);
-const bin = join(projectRoot, 'bin/parley.js');
-
-async function parley(args: string[], env: Record<string, string>) {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], {
-      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env },
-      timeout: 60_000,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+import { runParley as parley } from '../helpers/serve-process';
 
 describeEachDatabase('the parley CLI', (provider) => {
   let database: ScratchDatabase;
@@ -165,22 +146,4 @@ describeEachDatabase('the parley CLI', (provider) => {
     expect(bad.stderr).toContain('allowedOrigins.0: must be an origin');
     // Five CLI processes, each starting tsx and opening the database: generous on a loaded machine.
   }, 300_000);
-});
-
-describeEachDatabase('parley serve on a port that is taken', (provider) => {
-  it('says the port is in use and how to choose another, without a stack trace, and exits 1', {
-    timeout: 120_000,
-  }, async () => {
-    const app = await startTestApp(provider);
-    try {
-      const { port } = new URL(app.url);
-      const out = await parley(['serve'], { DATABASE_URL: app.database.url, HOST: '127.0.0.1', PORT: port });
-      expect(out.code).toBe(1);
-      expect(out.stderr).toContain(`port ${port} (127.0.0.1) is already in use`);
-      expect(out.stderr).toContain('PORT=');
-      expect(out.stderr).not.toMatch(/^\s+at /m);
-    } finally {
-      await app.close();
-    }
-  });
 });

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ScratchDatabase } from '../../src/db/scratch';
+import { startTestApp } from '../helpers/app';
 import { createTestDatabase, describeEachDatabase } from '../helpers/lanes';
-import { startServeProcess, waitUntilReady, waitUntilUnready } from '../helpers/serve-process';
+import { runParley, startServeProcess, waitUntilReady, waitUntilUnready } from '../helpers/serve-process';
 
 describeEachDatabase('parley serve', (provider) => {
   let database: ScratchDatabase;
@@ -48,6 +49,24 @@ describeEachDatabase('parley serve', (provider) => {
       expect(server.stderr()).toContain('shutting down');
     } finally {
       if (server.child.exitCode === null) server.child.kill('SIGKILL');
+    }
+  });
+});
+
+describeEachDatabase('parley serve on a port that is taken', (provider) => {
+  it('says the port is in use and how to choose another, without a stack trace, and exits 1', {
+    timeout: 120_000,
+  }, async () => {
+    const app = await startTestApp(provider);
+    try {
+      const { port } = new URL(app.url);
+      const out = await runParley(['serve'], { DATABASE_URL: app.database.url, HOST: '127.0.0.1', PORT: port });
+      expect(out.code).toBe(1);
+      expect(out.stderr).toContain(`port ${port} (127.0.0.1) is already in use`);
+      expect(out.stderr).toContain('PORT=');
+      expect(out.stderr).not.toMatch(/^\s+at /m);
+    } finally {
+      await app.close();
     }
   });
 });

@@ -1,9 +1,32 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { expect } from 'vitest';
 import { projectRoot } from '../../src/db/schema-source';
+
+const parleyBin = join(projectRoot, 'bin/parley.js');
+
+/**
+ * Runs `parley <args>` to its end with only PATH from this process's environment (plus `env`;
+ * LOG_LEVEL info unless `env` says otherwise): its exit code and what it wrote.
+ */
+export async function runParley(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [parleyBin, ...args], {
+      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env },
+      timeout: 60_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
 
 /** A real `parley serve` process for the tests of what only a process shows: signals, exit, export. */
 export interface ServeProcess {
@@ -27,7 +50,7 @@ async function freePort(): Promise<number> {
 /** Starts `parley serve` on a free loopback port with `env` (PATH, PORT and HOST are set here). */
 export async function startServeProcess(env: Record<string, string>): Promise<ServeProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, [join(projectRoot, 'bin/parley.js'), 'serve'], {
+  const child = spawn(process.execPath, [parleyBin, 'serve'], {
     env: { PATH: process.env.PATH ?? '', PORT: String(port), HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
