@@ -230,6 +230,23 @@ const profile = JSON.parse(readFileSync(profilePath, 'utf8')) as {
   timeDeltas: number[];
 };
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+// Samples taken while the harness itself ran (stopping the profiler serialises the profile on the
+// server's main thread) are left out: they are not the scenario's time.
+const parentOf = new Map<number, number>();
+for (const n of profile.nodes as (ProfileNode & { children?: number[] })[])
+  for (const c of n.children ?? []) parentOf.set(c, n.id);
+const harness = new Map<number, boolean>();
+function inHarness(id: number): boolean {
+  let known = harness.get(id);
+  if (known === undefined) {
+    const parent = parentOf.get(id);
+    known =
+      (byId.get(id)?.callFrame.url.includes('/scripts/profile-server.ts') ?? false) ||
+      (parent !== undefined && inHarness(parent));
+    harness.set(id, known);
+  }
+  return known;
+}
 const selfUs = new Map<number, number>();
 profile.samples.forEach((id, k) => {
   selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[k] ?? 0));
@@ -254,6 +271,7 @@ let idle = 0;
 for (const [id, us] of selfUs) {
   const node = byId.get(id)!;
   const { functionName, url, lineNumber } = node.callFrame;
+  if (inHarness(id)) continue;
   if (functionName === '(idle)') {
     idle += us;
     continue;
