@@ -169,17 +169,23 @@ const cases: QueryCase[] = [
   },
 ];
 
+/**
+ * The ingestion benchmark's documents: 40 paragraphs of 220 words each (about 80 chunks of at most
+ * 500 tokens per document). The same seed every run; `npm run profile -- kb-ingest` uploads these too.
+ */
+export function ingestionTexts(documents: number, seed = 11): string[] {
+  const word = wordSampler(random(seed));
+  return Array.from({ length: documents }, () =>
+    Array.from({ length: 40 }, () => `${Array.from({ length: 220 }, word).join(' ')}.`).join('\n\n'),
+  );
+}
+
 async function ingestion(
   server: BenchServer,
   quick: boolean,
 ): Promise<{ rows: (string | number)[][]; rate: number; baseline: number }> {
-  const rand = random(11);
-  const word = wordSampler(rand);
   const documents = quick ? 5 : 20;
-  // ~25 chunks of 500 tokens each per document.
-  const texts = Array.from({ length: documents }, () =>
-    Array.from({ length: 40 }, () => `${Array.from({ length: 220 }, word).join(' ')}.`).join('\n\n'),
-  );
+  const texts = ingestionTexts(documents);
   let chunks = 0;
   const started = performance.now();
   for (const [i, text] of texts.entries()) {

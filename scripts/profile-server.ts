@@ -23,6 +23,8 @@ import type { Provider } from '../src/db/schema-source';
 
 const counters = { statements: 0, transactions: 0, commits: 0, prismaOperations: 0 };
 const operations = new Map<string, number>();
+/** kb-ingest: every Prisma operation with its start and end (ms since the epoch), for the upload timelines. */
+const timeline: { name: string; start: number; end: number; background: boolean }[] = [];
 
 function countAdapter(adapter: SqlDriverAdapter): SqlDriverAdapter {
   const queryRaw = adapter.queryRaw.bind(adapter);
@@ -78,6 +80,10 @@ server.running.services.db.queryListeners.add((event) => {
   counters.prismaOperations++;
   const name = `${event.model ?? 'raw'}.${event.operation}`;
   operations.set(name, (operations.get(name) ?? 0) + 1);
+  if (scenario === 'kb-ingest') {
+    const end = performance.timeOrigin + performance.now();
+    timeline.push({ name, start: end - event.durationMs, end, background: event.background });
+  }
 });
 if (scenario === 'turn') {
   await server.running.services.runtime.publish({
@@ -111,13 +117,14 @@ process.on('message', async (message) => {
   if (message === 'reset') {
     for (const key of Object.keys(counters) as (keyof typeof counters)[]) counters[key] = 0;
     operations.clear();
+    timeline.length = 0;
     await inspector.post('Profiler.start');
     process.send?.({ reset: true });
   } else if (message === 'stop') {
     const snapshot = { ...counters };
     const { profile } = await inspector.post('Profiler.stop');
     writeFileSync(profilePath, JSON.stringify(profile));
-    process.send?.({ counters: snapshot, operations: [...operations] });
+    process.send?.({ counters: snapshot, operations: [...operations], timeline });
     await server.close();
     process.exit(0);
   }

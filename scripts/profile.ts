@@ -1,5 +1,5 @@
 /**
- * npm run profile -- <turn|graphql|ingest|kb-query> [--provider sqlite|postgresql] [--seconds N]
+ * npm run profile -- <turn|graphql|ingest|kb-query|kb-ingest> [--provider sqlite|postgresql] [--seconds N]
  *
  * Where the time of one kind of operation goes (docs/performance.md). Starts a Parley server in a
  * child process (scripts/profile-server.ts), warms it up, drives the scenario's load for N seconds
@@ -8,15 +8,20 @@
  *   (counted at the driver adapter);
  * - the CPU profile's self time by area (our src/ folders, each npm package, Node internals, GC)
  *   and the top functions by self time.
+ * - for kb-ingest (uploads with wait=true, one at a time, of the benchmark's documents): chunks/s
+ *   beside chunking the same documents alone in this process, and the timeline of the median
+ *   upload: every Prisma operation with its start and end from the moment the request was sent.
  * The .cpuprofile file is kept under tmp/profiles/ for Chrome DevTools or speedscope.
  */
 import { fork } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { ingestionTexts } from '../bench/kb.bench';
 import { batch, post, random } from '../bench/usage.bench';
+import { chunkText } from '../src/kb/chunk';
 
-const scenarios = ['turn', 'graphql', 'ingest', 'kb-query'] as const;
+const scenarios = ['turn', 'graphql', 'ingest', 'kb-query', 'kb-ingest'] as const;
 type Scenario = (typeof scenarios)[number];
 
 const args = process.argv.slice(2);
@@ -41,6 +46,22 @@ interface Ready {
   apiKey: string;
 }
 type Counters = Record<'statements' | 'transactions' | 'commits' | 'prismaOperations', number>;
+/** A Prisma operation as the server saw it; times in ms since the epoch (performance.timeOrigin based). */
+interface TimedOperation {
+  name: string;
+  start: number;
+  end: number;
+  background: boolean;
+}
+/** One kb-ingest upload, as this process saw it. */
+interface Upload {
+  start: number;
+  end: number;
+  chunks: number;
+  text: string;
+}
+const uploads: Upload[] = [];
+const now = () => performance.timeOrigin + performance.now();
 
 const child = fork(join(import.meta.dirname, 'profile-server.ts'), [provider, scenario, profilePath], {
   execArgv: ['--import', 'tsx'],
@@ -65,6 +86,32 @@ const auth = { authorization: server.apiKey, 'content-type': 'application/json' 
 
 /** Drives the scenario for `durationSeconds`; answers the number of operations done. */
 async function drive(durationSeconds: number, tag: string): Promise<number> {
+  if (scenario === 'kb-ingest') {
+    // The benchmark's documents, uploaded one at a time and waited for, as bench/kb.bench.ts does.
+    const texts = ingestionTexts(20);
+    const deadline = performance.now() + durationSeconds * 1000;
+    let documents = 0;
+    uploads.length = 0;
+    while (performance.now() < deadline) {
+      const text = texts[documents % texts.length] as string;
+      const form = new FormData();
+      form.append('file', new Blob([text]), `${tag}-${documents}.txt`);
+      form.append('metadata', JSON.stringify({ n: documents }));
+      const start = now();
+      const res = await fetch(`${server.url}/v1/knowledge-base/docs/upload?wait=true&maxChunkSize=500`, {
+        method: 'POST',
+        headers: { authorization: server.apiKey },
+        body: form,
+      });
+      const body = (await res.json()) as { data: { status: string; chunkCount: number }[] };
+      const end = now();
+      const [document] = body.data;
+      if (document?.status !== 'SUCCESS') throw new Error(`ingestion failed: ${JSON.stringify(body)}`);
+      uploads.push({ start, end, chunks: document.chunkCount, text });
+      documents++;
+    }
+    return documents;
+  }
   if (scenario === 'ingest') {
     const rnd = random(1);
     const deadline = performance.now() + durationSeconds * 1000;
@@ -124,12 +171,15 @@ const started = performance.now();
 const operations = await drive(seconds, 'user');
 const elapsed = (performance.now() - started) / 1000;
 child.send('stop');
-const { counters, operations: prismaOps } = await nextMessage<{ counters: Counters; operations: [string, number][] }>(
-  'counters',
-);
+const {
+  counters,
+  operations: prismaOps,
+  timeline,
+} = await nextMessage<{ counters: Counters; operations: [string, number][]; timeline: TimedOperation[] }>('counters');
 await new Promise((resolve) => child.once('exit', resolve));
 
-const unit = scenario === 'ingest' ? 'event' : scenario === 'turn' ? 'turn' : 'request';
+const unit =
+  scenario === 'ingest' ? 'event' : scenario === 'turn' ? 'turn' : scenario === 'kb-ingest' ? 'document' : 'request';
 console.log(
   `\n${scenario} [${provider}]: ${operations} ${unit}s in ${elapsed.toFixed(1)} s = ${(operations / elapsed).toFixed(0)} ${unit}s/s`,
 );
@@ -142,6 +192,33 @@ console.log('Prisma operations per operation, by model:');
 for (const [name, n] of prismaOps.sort((a, b) => b[1] - a[1]).slice(0, 15))
   console.log(`  ${per(n).padStart(7)}  ${name}`);
 
+if (scenario === 'kb-ingest' && uploads.length) {
+  const chunks = uploads.reduce((sum, u) => sum + u.chunks, 0);
+  const uploadSeconds = uploads.reduce((sum, u) => sum + (u.end - u.start), 0) / 1000;
+  // Chunking alone, the benchmark's baseline: the same texts, in this process, warmed up once.
+  for (const u of uploads.slice(0, 3)) chunkText(u.text, { maxTokens: 500, overlapTokens: 50 });
+  const chunkStarted = performance.now();
+  let chunked = 0;
+  for (const u of uploads) chunked += chunkText(u.text, { maxTokens: 500, overlapTokens: 50 }).length;
+  const chunkSeconds = (performance.now() - chunkStarted) / 1000;
+  const rate = chunks / uploadSeconds;
+  const baseline = chunked / chunkSeconds;
+  console.log(
+    `\nchunks/s: upload + job ${rate.toFixed(0)}, chunking alone ${baseline.toFixed(0)} (${(rate / baseline).toFixed(2)}x); ` +
+      `${(chunks / uploads.length).toFixed(1)} chunks per document, per chunk: ${(counters.statements / chunks).toFixed(2)} SQL statements`,
+  );
+  // The median upload's timeline: what ran, when, from the moment its request was sent.
+  const sorted = [...uploads].sort((a, b) => a.end - a.start - (b.end - b.start));
+  const median = sorted[Math.floor(sorted.length / 2)] as Upload;
+  const ms = (t: number) => (t - median.start).toFixed(1).padStart(7);
+  console.log(
+    `\nmedian upload: ${(median.end - median.start).toFixed(1)} ms (fastest ${((sorted[0] as Upload).end - (sorted[0] as Upload).start).toFixed(1)} ms); its Prisma operations (start, end in ms from the request; * = job runner):`,
+  );
+  for (const op of timeline.filter((o) => o.end >= median.start && o.start <= median.end))
+    console.log(`  ${ms(op.start)} ${ms(op.end)}  ${op.background ? '*' : ' '} ${op.name}`);
+  console.log(`  ${ms(median.end)} ${''.padStart(7)}    response received`);
+}
+
 // The CPU profile: self time per node, grouped by area.
 interface ProfileNode {
   id: number;
@@ -153,6 +230,23 @@ const profile = JSON.parse(readFileSync(profilePath, 'utf8')) as {
   timeDeltas: number[];
 };
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+// Samples taken while the harness itself ran (stopping the profiler serialises the profile on the
+// server's main thread) are left out: they are not the scenario's time.
+const parentOf = new Map<number, number>();
+for (const n of profile.nodes as (ProfileNode & { children?: number[] })[])
+  for (const c of n.children ?? []) parentOf.set(c, n.id);
+const harness = new Map<number, boolean>();
+function inHarness(id: number): boolean {
+  let known = harness.get(id);
+  if (known === undefined) {
+    const parent = parentOf.get(id);
+    known =
+      (byId.get(id)?.callFrame.url.includes('/scripts/profile-server.ts') ?? false) ||
+      (parent !== undefined && inHarness(parent));
+    harness.set(id, known);
+  }
+  return known;
+}
 const selfUs = new Map<number, number>();
 profile.samples.forEach((id, k) => {
   selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[k] ?? 0));
@@ -173,10 +267,15 @@ function areaOf(url: string, name: string): string {
 const areas = new Map<string, number>();
 const functions = new Map<string, number>();
 let busy = 0;
+let idle = 0;
 for (const [id, us] of selfUs) {
   const node = byId.get(id)!;
   const { functionName, url, lineNumber } = node.callFrame;
-  if (functionName === '(idle)') continue;
+  if (inHarness(id)) continue;
+  if (functionName === '(idle)') {
+    idle += us;
+    continue;
+  }
   busy += us;
   const area = areaOf(url, functionName);
   areas.set(area, (areas.get(area) ?? 0) + us);
@@ -185,7 +284,8 @@ for (const [id, us] of selfUs) {
 }
 const pct = (us: number) => `${((100 * us) / busy).toFixed(1).padStart(5)}%`;
 console.log(
-  `\nserver main thread: ${(busy / 1e6).toFixed(2)} s sampled (wall clock, so time descheduled on a busy machine counts too); self time by area:`,
+  `\nserver main thread: ${(busy / 1e6).toFixed(2)} s sampled busy, ${(idle / 1e6).toFixed(2)} s idle (waiting on I/O or timers)` +
+    ` (wall clock, so time descheduled on a busy machine counts too); self time by area:`,
 );
 for (const [area, us] of [...areas].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`  ${pct(us)}  ${area}`);
 console.log('\ntop functions by self time:');

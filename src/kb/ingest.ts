@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/client';
+import type { PrismaTx } from '../db/transaction';
 import type { Prisma } from '../generated/sqlite/client';
 import { type JobHandler, PermanentJobError } from '../jobs/runner';
 import type { Logger } from '../lib/logger';
@@ -113,6 +114,50 @@ async function prepare(deps: KbIngestDeps, doc: DocumentWithSource, signal: Abor
   }
 }
 
+/** Chunks per INSERT statement (the rows travel as one JSON parameter). */
+const insertBatch = 1000;
+
+interface ChunkRow {
+  id: string;
+  position: number;
+  content: string;
+  tokens: number;
+  metadata: Record<string, unknown>;
+  rowMetadata: Record<string, unknown> | null;
+}
+
+/**
+ * Inserts a document's chunks, a thousand per statement, the rows as one JSON parameter unpacked
+ * by the database (`json_each` / `jsonb_to_recordset`). Prisma's `createMany` sent the same rows
+ * as eight bound parameters each, and its query engine took about twice as long as the database
+ * to prepare them (docs/performance.md, "Knowledge-base ingestion"). The full-text triggers index
+ * each row as before.
+ */
+async function insertChunks(
+  tx: PrismaTx,
+  provider: Db['provider'],
+  doc: { documentId: string; projectId: string },
+  rows: readonly ChunkRow[],
+): Promise<void> {
+  for (let i = 0; i < rows.length; i += insertBatch) {
+    const json = JSON.stringify(rows.slice(i, i + insertBatch));
+    if (provider === 'sqlite') {
+      await tx.$executeRaw`
+        INSERT INTO "KbChunk" ("id", "documentId", "projectId", "position", "content", "tokens", "metadata", "rowMetadata")
+        SELECT json_extract(value, '$.id'), ${doc.documentId}, ${doc.projectId}, json_extract(value, '$.position'),
+               json_extract(value, '$.content'), json_extract(value, '$.tokens'), json(json_extract(value, '$.metadata')),
+               json(json_extract(value, '$.rowMetadata'))
+        FROM json_each(${json})`;
+    } else {
+      await tx.$executeRaw`
+        INSERT INTO "KbChunk" ("id", "documentId", "projectId", "position", "content", "tokens", "metadata", "rowMetadata")
+        SELECT r.id, ${doc.documentId}, ${doc.projectId}, r.position, r.content, r.tokens, r.metadata, r."rowMetadata"
+        FROM jsonb_to_recordset(${json}::jsonb)
+          AS r(id text, position integer, content text, tokens integer, metadata jsonb, "rowMetadata" jsonb)`;
+    }
+  }
+}
+
 /** Marks the revision failed (its previous chunks, if any, stay). */
 async function markFailed(deps: KbIngestDeps, payload: KbIngestJobPayload, reason: string): Promise<void> {
   const updated = await deps.db.prisma.$transaction(async (tx) => {
@@ -194,15 +239,13 @@ export function createKbIngestHandler(deps: KbIngestDeps): JobHandler {
         await tx.kbChunk.deleteMany({ where: { documentId: doc.id } });
         const rows = prepared.chunks.map((c, position) => ({
           id: randomUUID(),
-          documentId: doc.id,
-          projectId: doc.projectId,
           position,
           content: c.content,
           tokens: c.tokens,
-          metadata: chunkMetadata(documentMetadata, c.rowMetadata) as Prisma.InputJsonValue,
-          ...(c.rowMetadata ? { rowMetadata: c.rowMetadata as Prisma.InputJsonValue } : {}),
+          metadata: chunkMetadata(documentMetadata, c.rowMetadata),
+          rowMetadata: c.rowMetadata,
         }));
-        await tx.kbChunk.createMany({ data: rows });
+        await insertChunks(tx, deps.db.provider, { documentId: doc.id, projectId: doc.projectId }, rows);
         if (vectors) {
           const seqs = await tx.kbChunk.findMany({
             where: { documentId: doc.id },

@@ -1,0 +1,100 @@
+import { expect, it } from 'vitest';
+import { KB_INGEST_QUEUE } from '../../src/kb/documents';
+import { createKbIngestHandler } from '../../src/kb/ingest';
+import { createOutboundFetch } from '../../src/lib/outbound-http';
+import type { TestProject } from '../helpers/app';
+import { useTestApp } from '../helpers/app';
+import { uploadFile } from '../helpers/kb';
+import { describeEachDatabase } from '../helpers/lanes';
+import { recordSqlStatements } from '../helpers/sql-statements';
+
+/**
+ * The ingestion job stores a document in a fixed number of statements whatever its number of
+ * chunks: the chunks go in as one multi-row INSERT (one per thousand), never one per chunk, and
+ * each is stored with its content, position, token count and metadata.
+ */
+describeEachDatabase('knowledge-base ingestion statements', (provider) => {
+  // No job runner: its polls would be recorded beside the job's statements; the test runs the job.
+  const t = useTestApp(provider, { env: { JOBS_ENABLED: 'false' } });
+
+  const paragraphs = (n: number, word: string) =>
+    Array.from({ length: n }, (_, i) => `${word} paragraph ${i} ${'lorem ipsum dolor sit amet '.repeat(80)}.`).join(
+      '\n\n',
+    );
+
+  async function ingest(p: TestProject, filename: string, content: string): Promise<string[]> {
+    const res = await uploadFile(t.app, {
+      key: p.apiKey,
+      filename,
+      content,
+      metadata: { team: 'ops', n: 1 },
+      query: { maxChunkSize: '500' },
+    });
+    expect(res.status, res.text).toBe(200);
+    const [doc] = (res.body as { data: { documentID: string; revision?: number }[] }).data;
+    const { services } = t.app;
+    const row = await services.db.prisma.kbDocument.findUniqueOrThrow({ where: { id: doc!.documentID } });
+    const fetch = createOutboundFetch({ allowPrivate: false, maxRedirects: 0 });
+    const handler = createKbIngestHandler({
+      db: services.db,
+      pubsub: services.pubsub,
+      llm: services.llm,
+      logger: services.logger,
+      fetch,
+      urlTimeoutMs: 1000,
+      maxUrlBytes: 1000,
+    });
+    try {
+      return await recordSqlStatements(() =>
+        handler({
+          id: `kb-ingest:${row.id}:${row.revision}`,
+          queue: KB_INGEST_QUEUE,
+          payload: { documentId: row.id, revision: row.revision },
+          attempt: 1,
+          maxAttempts: 1,
+          projectId: p.projectID,
+          signal: new AbortController().signal,
+        }),
+      );
+    } finally {
+      await fetch.close();
+    }
+  }
+
+  const chunkInserts = (statements: string[]) => statements.filter((s) => /^\s*INSERT INTO\s+"?KbChunk"?/i.test(s));
+
+  it('inserts the chunks of a small and a large document with the same statements', async () => {
+    const p = await t.app.createProject();
+    const small = await ingest(p, 'small.txt', paragraphs(2, 'heron'));
+    const large = await ingest(p, 'large.txt', paragraphs(60, 'osprey'));
+    const { prisma } = t.app.services.db;
+    const counts = await prisma.kbDocument.findMany({
+      where: { projectId: p.projectID },
+      select: { name: true, status: true, chunkCount: true },
+      orderBy: { name: 'asc' },
+    });
+    expect(counts.map((d) => d.status)).toEqual(['SUCCESS', 'SUCCESS']);
+    const [largeDoc, smallDoc] = counts;
+    expect(smallDoc!.chunkCount).toBeGreaterThan(0);
+    expect(largeDoc!.chunkCount).toBeGreaterThan(20 * smallDoc!.chunkCount);
+    // One INSERT for all the chunks of each, and no statement more for the larger document.
+    expect(chunkInserts(small)).toHaveLength(1);
+    expect(chunkInserts(large)).toHaveLength(1);
+    expect(large.length).toBe(small.length);
+
+    // What the statement stored: every chunk with its position, tokens and the document's metadata.
+    const chunks = await prisma.kbChunk.findMany({
+      where: { document: { projectId: p.projectID, name: 'large.txt' } },
+      orderBy: { position: 'asc' },
+    });
+    expect(chunks.map((c) => c.position)).toEqual(chunks.map((_, i) => i));
+    for (const c of chunks) {
+      expect(c.content.length).toBeGreaterThan(0);
+      expect(c.tokens).toBeGreaterThan(0);
+      expect(c.tokens).toBeLessThanOrEqual(500);
+      expect(c.metadata).toEqual({ team: 'ops', n: 1 });
+      expect(c.rowMetadata).toBeNull();
+    }
+    expect(chunks[0]!.content.startsWith('osprey paragraph 0')).toBe(true);
+  });
+});
