@@ -230,11 +230,21 @@ export function createKbIngestHandler(deps: KbIngestDeps): JobHandler {
 
     const stored = await deps.db.prisma.$transaction(
       async (tx) => {
-        const current = await tx.kbDocument.findUnique({
-          where: { id: doc.id },
-          select: { revision: true, status: true, metadata: true },
+        // First, and only while the document still waits for this revision: mark it done. The
+        // row lock this takes (PostgreSQL) makes a concurrent metadata update wait for this
+        // commit and then update these chunks too, and the metadata read back is the current one.
+        // Nothing of it is visible before the commit, so the order within is free.
+        const [current] = await tx.kbDocument.updateManyAndReturn({
+          where: { id: doc.id, revision: target.revision, status: 'PENDING' },
+          data: {
+            status: 'SUCCESS',
+            statusDetail: null,
+            chunkCount: prepared.chunks.length,
+            rowsCount: prepared.rowsCount,
+          },
+          select: { metadata: true },
         });
-        if (!current || current.revision !== target.revision || current.status !== 'PENDING') return false;
+        if (!current) return false;
         const documentMetadata = current.metadata as Record<string, unknown>;
         await tx.kbChunk.deleteMany({ where: { documentId: doc.id } });
         const rows = prepared.chunks.map((c, position) => ({
@@ -260,15 +270,6 @@ export function createKbIngestHandler(deps: KbIngestDeps): JobHandler {
               .filter((r) => r.vector.length),
           );
         }
-        await tx.kbDocument.update({
-          where: { id: doc.id },
-          data: {
-            status: 'SUCCESS',
-            statusDetail: null,
-            chunkCount: rows.length,
-            rowsCount: prepared.rowsCount,
-          },
-        });
         await tx.kbDocumentSource.deleteMany({ where: { documentId: doc.id, revision: target.revision } });
         return true;
       },
