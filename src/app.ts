@@ -50,10 +50,16 @@ export function buildApp(services: AppServices): ParleyApp {
   useEdgeMiddleware(app, services, { graphqlEndpoint: yoga.graphqlEndpoint, routes });
 
   // A request ID on every request and response; the caller's own when it sends a sane one.
+  // The request log line is made only when the log level shows it (not at LOG_LEVEL=warn and above).
+  const logRequests = logger.isLevelEnabled('info');
   app.use((req: Request, res: Response, next: NextFunction) => {
     const id = requestIdFrom(req.get('x-request-id'));
     req.headers['x-request-id'] = id;
     res.setHeader('x-request-id', id);
+    if (!logRequests) {
+      next();
+      return;
+    }
     const started = performance.now();
     res.on('finish', () => {
       logger.info(

@@ -49,6 +49,10 @@ export function createParleyYoga(services: YogaServices, opts: ParleyYogaOptions
     landingPage: false,
     // CORS is the HTTP edge's (CORS_ORIGINS, src/http/middleware.ts), for REST and GraphQL alike.
     cors: false,
+    // The body was read before Yoga sees it, counting bytes with the HTTP edge's limits
+    // (BODY_LIMIT_BYTES, or KB_MAX_FILE_BYTES for uploads, src/app.ts). Yoga's own limit would
+    // only pipe the buffer through a byte-counting stream again for every request.
+    maxRequestBodySize: false,
     context: ({ request }) => createContext(services, request.headers),
     plugins: [
       // First, so that every plugin after it that wraps execution (spans, metrics) wraps the compiled executor.

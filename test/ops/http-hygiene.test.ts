@@ -94,6 +94,14 @@ describe(`security headers and timeouts [${provider}]`, () => {
     expect(res.headers.get('x-frame-options')).toBe('SAMEORIGIN');
     expect(res.headers.get('strict-transport-security')).toMatch(/max-age=\d+/);
     expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    // The rest of helmet's defaults (set from one recording of helmet, src/http/middleware.ts).
+    expect(res.headers.get('cross-origin-opener-policy')).toBe('same-origin');
+    expect(res.headers.get('cross-origin-resource-policy')).toBe('same-origin');
+    expect(res.headers.get('origin-agent-cluster')).toBe('?1');
+    expect(res.headers.get('x-dns-prefetch-control')).toBe('off');
+    expect(res.headers.get('x-download-options')).toBe('noopen');
+    expect(res.headers.get('x-permitted-cross-domain-policies')).toBe('none');
+    expect(res.headers.get('x-xss-protection')).toBe('0');
     expect(res.headers.get('content-security-policy')).toBe(
       "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
     );

@@ -5,6 +5,7 @@ import { useDisableIntrospection } from '@graphql-yoga/plugin-disable-introspect
 import { usePersistedOperations } from '@graphql-yoga/plugin-persisted-operations';
 import {
   type DocumentNode,
+  type FieldNode,
   GraphQLError,
   type GraphQLField,
   type GraphQLSchema,
@@ -123,6 +124,43 @@ function findOversized(
   return null;
 }
 
+/** A field of a document that has arguments, with its definition in the schema. */
+interface ArgumentSite {
+  field: GraphQLField<unknown, unknown>;
+  node: FieldNode;
+}
+
+/**
+ * The fields with arguments of each document, per schema. They depend on the document alone (only
+ * their values depend on the variables), and Yoga's parser cache and the REST routes hand the same
+ * document object to every request that sends the same text: the visit runs once per document.
+ */
+const argumentSitesCache = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, ArgumentSite[]>>();
+
+function argumentSitesOf(schema: GraphQLSchema, document: DocumentNode): ArgumentSite[] {
+  let bySchema = argumentSitesCache.get(schema);
+  if (!bySchema) {
+    bySchema = new WeakMap();
+    argumentSitesCache.set(schema, bySchema);
+  }
+  const cached = bySchema.get(document);
+  if (cached) return cached;
+  const typeInfo = new TypeInfo(schema);
+  const sites: ArgumentSite[] = [];
+  visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      Field(node) {
+        if (!node.arguments?.length) return;
+        const field = typeInfo.getFieldDef() as GraphQLField<unknown, unknown> | null;
+        if (field) sites.push({ field, node });
+      },
+    }),
+  );
+  bySchema.set(document, sites);
+  return sites;
+}
+
 /**
  * Caps `first`/`last`/`take`/`limit` arguments and the length of list arguments, wherever they
  * appear (top level or inside input objects), with the variables applied. A value that does not
@@ -134,29 +172,19 @@ export function checkListArguments(
   variables: Record<string, unknown> | null | undefined,
   caps: { maxPageSize: number; maxListLength: number },
 ): GraphQLError | null {
-  const typeInfo = new TypeInfo(schema);
-  let found: GraphQLError | null = null;
-  visit(
-    document,
-    visitWithTypeInfo(typeInfo, {
-      Field(node) {
-        if (found || !node.arguments?.length) return;
-        const field = typeInfo.getFieldDef() as GraphQLField<unknown, unknown> | null;
-        if (!field) return;
-        let values: Record<string, unknown>;
-        try {
-          values = getArgumentValues(field, node, (variables ?? {}) as Record<string, unknown>);
-        } catch {
-          return;
-        }
-        for (const [name, value] of Object.entries(values)) {
-          found = findOversized(value, `${node.name.value}.${name}`, caps, name);
-          if (found) return;
-        }
-      },
-    }),
-  );
-  return found;
+  for (const { field, node } of argumentSitesOf(schema, document)) {
+    let values: Record<string, unknown>;
+    try {
+      values = getArgumentValues(field, node, (variables ?? {}) as Record<string, unknown>);
+    } catch {
+      continue;
+    }
+    for (const [name, value] of Object.entries(values)) {
+      const found = findOversized(value, `${node.name.value}.${name}`, caps, name);
+      if (found) return found;
+    }
+  }
+  return null;
 }
 
 function useListArgumentCaps(config: Config): Plugin<Context> {

@@ -75,14 +75,21 @@ export function useGraphQLRateLimit(
     }
     return null;
   };
+  // No promise when nothing is limited (limits off, or a REST route's operation, counted at the
+  // edge): an async hook would make every execution wait a turn of the microtask queue.
+  const limited = (ctx: Context & RestOperationMarker) => deps.limiter.enabled && !ctx.restRoute;
   return {
-    async onExecute({ args, setResultAndStopExecution }) {
-      const error = await check(args.contextValue as Context, args.document, args.operationName);
-      if (error) setResultAndStopExecution({ errors: [error] });
+    onExecute({ args, setResultAndStopExecution }) {
+      if (!limited(args.contextValue as Context)) return;
+      return check(args.contextValue as Context, args.document, args.operationName).then((error) => {
+        if (error) setResultAndStopExecution({ errors: [error] });
+      });
     },
-    async onSubscribe({ args, setResultAndStopExecution }) {
-      const error = await check(args.contextValue as Context, args.document, args.operationName);
-      if (error) setResultAndStopExecution({ errors: [error] });
+    onSubscribe({ args, setResultAndStopExecution }) {
+      if (!limited(args.contextValue as Context)) return;
+      return check(args.contextValue as Context, args.document, args.operationName).then((error) => {
+        if (error) setResultAndStopExecution({ errors: [error] });
+      });
     },
   };
 }
