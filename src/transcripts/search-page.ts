@@ -1,5 +1,5 @@
+import type { Db } from '../db/client';
 import type { Provider } from '../db/schema-source';
-import type { PrismaTx } from '../db/transaction';
 import { isId } from '../lib/ids';
 import { type FilterTarget, type ResolvedFilter, resolveFilters } from './search';
 import type { SearchCriteria, SortOrder } from './validation';
@@ -292,24 +292,23 @@ function transcriptRow(raw: Record<string, unknown>): PageRow {
   return row as PageRow;
 }
 
+/** Runs a statement: `Db.queryRows` (the driver adapter, without Prisma's client around it). */
+export type RowReader = Pick<Db, 'provider' | 'queryRows'>;
+
 /** Loads one page (one statement). */
 export async function loadTranscriptPage(
-  tx: PrismaTx,
-  provider: Provider,
+  db: RowReader,
   where: SqlWhere,
   page: { order: SortOrder; skip: number; take: number; relations: PageRelations },
 ): Promise<PageRow[]> {
-  const { sql, params } = transcriptPageSql(provider, where, page);
-  const rows = await tx.$queryRawUnsafe<Record<string, unknown>[]>(sql, ...params);
+  const { sql, params } = transcriptPageSql(db.provider, where, page);
+  const rows = await db.queryRows(sql, params);
   return rows.map(transcriptRow);
 }
 
 /** The number of transcripts a search matches (one statement). */
-export async function countTranscripts(tx: PrismaTx, where: SqlWhere): Promise<number> {
-  const rows = await tx.$queryRawUnsafe<{ n: unknown }[]>(
-    `SELECT COUNT(*) AS "n" FROM "Transcript" t WHERE ${where.sql}`,
-    ...where.params,
-  );
+export async function countTranscripts(db: RowReader, where: SqlWhere): Promise<number> {
+  const rows = await db.queryRows(`SELECT COUNT(*) AS "n" FROM "Transcript" t WHERE ${where.sql}`, where.params);
   return Number(rows[0]?.n ?? 0);
 }
 

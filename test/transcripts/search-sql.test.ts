@@ -167,14 +167,14 @@ describeEachDatabase('transcript search in SQL', (provider) => {
       const where = buildTranscriptWhereSql(p.projectID, criteria, targets, engine);
       const relations = { propertyValues: false, evaluationResults: false };
       const sqlIds = (
-        await loadTranscriptPage(prisma, engine, where, { order: 'DESC', skip: 0, take: 100, relations })
+        await loadTranscriptPage(t.app.services.db, where, { order: 'DESC', skip: 0, take: 100, relations })
       ).map((r) => r.id);
       expect(sqlIds, label).toEqual(prismaIds);
-      expect(await countTranscripts(prisma, where), label).toBe(prismaIds.length);
+      expect(await countTranscripts(t.app.services.db, where), label).toBe(prismaIds.length);
     }
     // Sanity: the list above is not a list of empty answers.
     const everything = buildTranscriptWhereSql(p.projectID, {}, new Map(), engine);
-    expect(await countTranscripts(prisma, everything)).toBe(24);
+    expect(await countTranscripts(t.app.services.db, everything)).toBe(24);
 
     // The rows: what Prisma gives for the include of the search's selection, in both orders and with paging.
     const include = {
@@ -201,7 +201,7 @@ describeEachDatabase('transcript search in SQL', (provider) => {
         skip: 3,
         include,
       });
-      const rows = await loadTranscriptPage(prisma, engine, everything, {
+      const rows = await loadTranscriptPage(t.app.services.db, everything, {
         order,
         skip: 3,
         take: 10,

@@ -94,7 +94,7 @@ describeEachDatabase('transcript search statements', (provider) => {
       'Evaluation.findMany',
       'Project.findMany',
       'TranscriptProperty.findMany',
-      'undefined.$queryRawUnsafe',
+      'undefined.queryRows',
     ]);
     // Its statements: the page with its property values and evaluation results in one statement
     // (src/transcripts/search-page.ts), which reads the relations for the page's rows only.

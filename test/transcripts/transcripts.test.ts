@@ -232,10 +232,10 @@ describeEachDatabase('transcripts over REST', (provider) => {
       t.app.services.db.queryListeners.delete(listener);
     }
     // The project lookup of access control, then one statement for the page and its relations
-    // (src/transcripts/search-page.ts: raw SQL, so the operation has no model).
+    // (src/transcripts/search-page.ts: SQL on the driver adapter, so the operation has no model).
     expect(operations.filter((o) => !o.startsWith('ApiKey.')).sort()).toEqual([
       'Project.findMany',
-      'undefined.$queryRawUnsafe',
+      'undefined.queryRows',
     ]);
   });
 

@@ -404,7 +404,7 @@ builder.queryFields((t) => ({
       const { db } = ctx.services;
       const { projectId, targets } = await searchOf(ctx, args);
       const criteria = args.criteria as SearchCriteria | null;
-      return countTranscripts(db.prisma, buildTranscriptWhereSql(projectId, criteria, targets, db.provider));
+      return countTranscripts(db, buildTranscriptWhereSql(projectId, criteria, targets, db.provider));
     },
     resolve: async (query, _root, args, ctx) => {
       const { db } = ctx.services;
@@ -417,17 +417,12 @@ builder.queryFields((t) => ({
       if (page) {
         // Rows of Prisma's shape for this selection (checked by pageRelationsOf), which TypeScript
         // cannot relate to plugin-prisma's type of the selection: hence the cast.
-        return loadTranscriptPage(
-          db.prisma,
-          db.provider,
-          buildTranscriptWhereSql(projectId, criteria, targets, db.provider),
-          {
-            order,
-            relations: page,
-            take: page.take,
-            skip: page.skip + (args.skip ?? 0),
-          },
-        ) as never;
+        return loadTranscriptPage(db, buildTranscriptWhereSql(projectId, criteria, targets, db.provider), {
+          order,
+          relations: page,
+          take: page.take,
+          skip: page.skip + (args.skip ?? 0),
+        }) as never;
       }
       return db.prisma.transcript.findMany({
         ...query,
