@@ -60,7 +60,9 @@ export interface Db {
    * measured at about a millisecond of CPU less per statement than `$queryRawUnsafe`. For hot
    * reads written in SQL whose caller converts the values it gets (strings, numbers, booleans or
    * 0/1, date-times as text or Dates, JSON as text or values). Placeholders: `?` on SQLite, `$n` on
-   * PostgreSQL. Query events report it as operation `queryRows`, with no model.
+   * PostgreSQL. Query events report it as operation `queryRows`, with no model. It runs outside
+   * any transaction: never call it from inside one on SQLite, where it waits for the connection
+   * that the transaction holds.
    */
   queryRows(sql: string, args: readonly unknown[]): Promise<Record<string, unknown>[]>;
   /** Names of committed migrations that this database has not applied. */
