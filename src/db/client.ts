@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import { PrismaPg } from '@prisma/adapter-pg';
-import type { SqlDriverAdapter, Transaction } from '@prisma/driver-adapter-utils';
+import type { ArgType, SqlDriverAdapter, Transaction } from '@prisma/driver-adapter-utils';
 import type BetterSqlite3 from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { PrismaClient as PostgresClient } from '../generated/postgresql/client';
@@ -52,8 +52,19 @@ export interface Db {
   provider: Provider;
   url: string;
   vectorSupport: VectorSupport;
-  /** Called after every Prisma operation. */
+  /** Called after every Prisma operation (and every `queryRows`). */
   queryListeners: Set<(event: QueryEvent) => void>;
+  /**
+   * Runs one read statement on the driver adapter that Prisma uses (the same connection or pool,
+   * the same serialisation with transactions on SQLite), without Prisma's client around it:
+   * measured at about a millisecond of CPU less per statement than `$queryRawUnsafe`. For hot
+   * reads written in SQL whose caller converts the values it gets (strings, numbers, booleans or
+   * 0/1, date-times as text or Dates, JSON as text or values). Placeholders: `?` on SQLite, `$n` on
+   * PostgreSQL. Query events report it as operation `queryRows`, with no model. It runs outside
+   * any transaction: never call it from inside one on SQLite, where it waits for the connection
+   * that the transaction holds.
+   */
+  queryRows(sql: string, args: readonly unknown[]): Promise<Record<string, unknown>[]>;
   /** Names of committed migrations that this database has not applied. */
   pendingMigrations(): Promise<string[]>;
   close(): Promise<void>;
@@ -77,6 +88,8 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
   const provider = providerOf(url);
   let base: PrismaDb;
   let vectorSupport: VectorSupport = 'postgresql';
+  /** The adapter connection Prisma runs on, once connected (queryRows). */
+  let connection: SqlDriverAdapter | undefined;
   if (provider === 'sqlite') {
     const file = sqliteFilePath(url);
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
@@ -92,7 +105,8 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
         beginImmediate(client);
         (connected as unknown as { client: unknown }).client = withStatementCache(client);
       }
-      return serializeWithTransactions(connected);
+      connection = serializeWithTransactions(connected);
+      return connection;
     };
     base = new SqliteClient({
       adapter,
@@ -103,15 +117,23 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
     const onConnectionError =
       opts.onConnectionError ??
       ((err: Error) => process.stderr.write(`parley: a PostgreSQL connection was lost: ${err.message}\n`));
-    const adapter = new PrismaPg({
-      connectionString: url,
-      max: opts.poolSize ?? 10,
-      // Parley's queries are short (a page, a search, a filter of up to 200 conditions); JIT
-      // compilation, which PostgreSQL starts above a cost estimate those reach on large tables,
-      // took seconds where the query itself takes milliseconds.
-      options: '-c jit=off',
-    },
-    { onPoolError: onConnectionError, onConnectionError });
+    const adapter = new PrismaPg(
+      {
+        connectionString: url,
+        max: opts.poolSize ?? 10,
+        // Parley's queries are short (a page, a search, a filter of up to 200 conditions); JIT
+        // compilation, which PostgreSQL starts above a cost estimate those reach on large tables,
+        // took seconds where the query itself takes milliseconds.
+        options: '-c jit=off',
+      },
+      { onPoolError: onConnectionError, onConnectionError },
+    );
+    const connect = adapter.connect.bind(adapter);
+    adapter.connect = async () => {
+      const connected = await connect();
+      connection = connected;
+      return connected;
+    };
     base = new PostgresClient({ adapter }) as unknown as PrismaDb;
   }
   await base.$connect();
@@ -147,10 +169,36 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
     },
   }) as unknown as PrismaDb;
 
+  const queryRows = async (sql: string, args: readonly unknown[]) => {
+    if (!connection) throw new Error('the database is not connected');
+    const started = queryListeners.size ? performance.now() : 0;
+    try {
+      const result = await connection.queryRaw({ sql, args: [...args], argTypes: args.map(argTypeOf) });
+      return result.rows.map((row) => {
+        const out: Record<string, unknown> = {};
+        result.columnNames.forEach((name, i) => {
+          out[name] = row[i];
+        });
+        return out;
+      });
+    } finally {
+      if (queryListeners.size) {
+        const event = {
+          model: undefined,
+          operation: 'queryRows',
+          durationMs: performance.now() - started,
+          background: backgroundWork.getStore() === true,
+        };
+        for (const listener of queryListeners) listener(event);
+      }
+    }
+  };
+
   return {
     prisma,
     provider,
     url,
+    queryRows,
     get vectorSupport() {
       return vectorSupport;
     },
@@ -166,6 +214,13 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
       await base.$disconnect();
     },
   };
+}
+
+function argTypeOf(value: unknown): ArgType {
+  if (typeof value === 'number') return { scalarType: Number.isInteger(value) ? 'int' : 'float', arity: 'scalar' };
+  if (typeof value === 'boolean') return { scalarType: 'boolean', arity: 'scalar' };
+  if (typeof value === 'bigint') return { scalarType: 'bigint', arity: 'scalar' };
+  return { scalarType: typeof value === 'string' ? 'string' : 'unknown', arity: 'scalar' };
 }
 
 /** Cosine distance of two little-endian float32 vectors (1 − cosine similarity), as sqlite-vec defines it. */

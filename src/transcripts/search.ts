@@ -42,7 +42,7 @@ export async function loadFilterTargets(
   return targets;
 }
 
-type Column = 'value' | 'numberValue' | 'valueNumber' | 'valueBoolean' | 'valueString';
+export type Column = 'value' | 'numberValue' | 'valueNumber' | 'valueBoolean' | 'valueString';
 
 const allowedOps: Record<string, readonly FilterOp[]> = {
   string: ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'between', 'in', 'nin', 'contains', 'exists', 'not_exists'],
@@ -80,12 +80,23 @@ function columnOf(target: FilterTarget): Column {
   return target.type === 'number' ? 'valueNumber' : target.type === 'boolean' ? 'valueBoolean' : 'valueString';
 }
 
-function compileFilter(
-  filter: TranscriptFilter,
-  index: number,
-  targets: Map<string, FilterTarget>,
-  provider: Provider,
-): Prisma.TranscriptWhereInput {
+/** A filter checked against its target and its values coerced: what both compilers (Prisma, SQL) start from. */
+export interface ResolvedFilter {
+  kind: 'property' | 'evaluation';
+  id: string;
+  column: Column;
+  /** neq, nin, not_exists: the transcript has no value that matches the condition. */
+  negate: boolean;
+  /** null: any value (exists / not_exists). */
+  condition:
+    | { op: 'equals' | 'gt' | 'gte' | 'lt' | 'lte'; value: string | number | boolean }
+    | { op: 'between'; low: string | number | boolean; high: string | number | boolean }
+    | { op: 'in'; values: (string | number | boolean)[] }
+    | { op: 'contains'; value: string }
+    | null;
+}
+
+function resolveFilter(filter: TranscriptFilter, index: number, targets: Map<string, FilterTarget>): ResolvedFilter {
   const target = targets.get(filter.id);
   if (!target)
     throw new FilterProblem(`filters.${index}.id`, 'no transcript property or evaluation of this project has this ID');
@@ -96,30 +107,29 @@ function compileFilter(
   const at = `filters.${index}.value`;
   const one = () => coerce(target.type, column, filter.value, at);
   const list = () => (filter.value as unknown[]).map((v, i) => coerce(target.type, column, v, `${at}.${i}`));
-  let condition: Record<string, unknown> | null = null;
+  let condition: ResolvedFilter['condition'] = null;
   switch (filter.op) {
     case 'eq':
     case 'neq':
-      condition = { equals: one() };
+      condition = { op: 'equals', value: one() };
       break;
     case 'gt':
     case 'gte':
     case 'lt':
     case 'lte':
-      condition = { [filter.op]: one() };
+      condition = { op: filter.op, value: one() };
       break;
     case 'between': {
       const [low, high] = list();
-      condition = { gte: low, lte: high };
+      condition = { op: 'between', low: low as string | number | boolean, high: high as string | number | boolean };
       break;
     }
     case 'in':
     case 'nin':
-      condition = { in: list() };
+      condition = { op: 'in', values: list() };
       break;
     case 'contains':
-      // SQLite's LIKE ignores ASCII case; PostgreSQL needs ILIKE for the same answer.
-      condition = { contains: String(filter.value), ...(provider === 'postgresql' ? { mode: 'insensitive' } : {}) };
+      condition = { op: 'contains', value: String(filter.value) };
       break;
     case 'exists':
     case 'not_exists':
@@ -127,12 +137,52 @@ function compileFilter(
       break;
   }
   const negate = filter.op === 'neq' || filter.op === 'nin' || filter.op === 'not_exists';
-  if (target.kind === 'property') {
-    const match = { propertyId: filter.id, ...(condition ? { [column]: condition } : {}) };
-    return { propertyValues: negate ? { none: match } : { some: match } };
+  return { kind: target.kind, id: filter.id, column, negate, condition };
+}
+
+function prismaFilter(f: ResolvedFilter, provider: Provider): Prisma.TranscriptWhereInput {
+  const c = f.condition;
+  let match: Record<string, unknown> = {};
+  if (c?.op === 'in' && f.column === 'valueBoolean') {
+    // Prisma's boolean filter has no `in`: one equality per listed value.
+    match = { OR: c.values.map((value) => ({ valueBoolean: value })) };
+  } else if (c) {
+    const condition =
+      c.op === 'between'
+        ? { gte: c.low, lte: c.high }
+        : c.op === 'in'
+          ? { in: c.values }
+          : c.op === 'contains'
+            ? // SQLite's LIKE ignores ASCII case; PostgreSQL needs ILIKE for the same answer.
+              { contains: c.value, ...(provider === 'postgresql' ? { mode: 'insensitive' } : {}) }
+            : { [c.op]: c.value };
+    match = { [f.column]: condition };
   }
-  const match = { evaluationId: filter.id, status: 'done', ...(condition ? { [column]: condition } : {}) };
-  return { evaluationResults: negate ? { none: match } : { some: match } };
+  if (f.kind === 'property') {
+    const where = { propertyId: f.id, ...match };
+    return { propertyValues: f.negate ? { none: where } : { some: where } };
+  }
+  const where = { evaluationId: f.id, status: 'done', ...match };
+  return { evaluationResults: f.negate ? { none: where } : { some: where } };
+}
+
+/** Resolves every filter, or throws a 400 naming each one that cannot apply. */
+export function resolveFilters(
+  filters: readonly TranscriptFilter[] | null | undefined,
+  targets: Map<string, FilterTarget>,
+): ResolvedFilter[] {
+  const problems: ErrorDetail[] = [];
+  const resolved: ResolvedFilter[] = [];
+  (filters ?? []).forEach((filter, index) => {
+    try {
+      resolved.push(resolveFilter(filter, index, targets));
+    } catch (err) {
+      if (!(err instanceof FilterProblem)) throw err;
+      problems.push({ path: err.path, message: err.message });
+    }
+  });
+  if (problems.length) throw validationError(`${problems[0]!.path}: ${problems[0]!.message}`, problems);
+  return resolved;
 }
 
 /** The `where` of a search; throws a 400 naming every filter that cannot apply. */
@@ -162,16 +212,7 @@ export function buildTranscriptWhere(
   }
   if (c.ended === true) and.push({ endedAt: { not: null } });
   if (c.ended === false) and.push({ endedAt: null });
-  const problems: ErrorDetail[] = [];
-  (c.filters ?? []).forEach((filter, index) => {
-    try {
-      and.push(compileFilter(filter, index, targets, provider));
-    } catch (err) {
-      if (!(err instanceof FilterProblem)) throw err;
-      problems.push({ path: err.path, message: err.message });
-    }
-  });
-  if (problems.length) throw validationError(`${problems[0]!.path}: ${problems[0]!.message}`, problems);
+  for (const filter of resolveFilters(c.filters, targets)) and.push(prismaFilter(filter, provider));
   return and.length ? { projectId, AND: and } : { projectId };
 }
 

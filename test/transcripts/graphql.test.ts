@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { useTestApp } from '../helpers/app';
 import { describeEachDatabase } from '../helpers/lanes';
-import { adminProject, ingestTranscript, requestOperations } from './helpers';
+import { adminProject, ingestTranscript } from './helpers';
 
 describeEachDatabase('transcripts over GraphQL', (provider) => {
   const t = useTestApp(provider);
@@ -69,11 +69,12 @@ describeEachDatabase('transcripts over GraphQL', (provider) => {
     } finally {
       t.app.services.db.queryListeners.delete(listener);
     }
-    expect(requestOperations(operations)).toEqual(
+    // The page and the count are one SQL statement each on the driver adapter (queryRows, no model).
+    expect(operations.filter((o) => !o.startsWith('ApiKey.')).sort()).toEqual(
       [
         'Project.findMany',
-        'Transcript.count',
-        'Transcript.findMany',
+        'undefined.queryRows', // totalCount
+        'undefined.queryRows', // the page with its properties and evaluations
         'TranscriptLog.findMany',
         'TranscriptLog.findMany',
       ].sort(),

@@ -10,7 +10,18 @@ import {
   setPropertyValue,
   updateProperty,
 } from '../../transcripts/properties';
-import { compileTranscriptSearch, transcriptOrderBy } from '../../transcripts/search';
+import {
+  buildTranscriptWhere,
+  type FilterTarget,
+  loadFilterTargets,
+  transcriptOrderBy,
+} from '../../transcripts/search';
+import {
+  buildTranscriptWhereSql,
+  countTranscripts,
+  loadTranscriptPage,
+  pageRelationsOf,
+} from '../../transcripts/search-page';
 import {
   appendTranscriptLogs,
   createTranscript,
@@ -355,15 +366,20 @@ const SetTranscriptPropertyValueInput = builder.inputType('SetTranscriptProperty
 
 // ── Queries ─────────────────────────────────────────────────────────────────────────────────────
 
-/** The compiled `where` of a search, shared by its page and its totalCount within a request. */
-const compiledSearches = new WeakMap<object, Promise<object>>();
-function searchWhere(ctx: Context, projectId: string, criteria: SearchCriteria | null | undefined, key: object) {
-  let where = compiledSearches.get(key);
-  if (!where) {
-    where = compileTranscriptSearch(ctx.services.db.prisma, ctx.services.db.provider, projectId, criteria);
-    compiledSearches.set(key, where);
+/** What a search's filters name, looked up once per request for its page and its totalCount. */
+const searchTargets = new WeakMap<object, Promise<{ projectId: string; targets: Map<string, FilterTarget> }>>();
+function searchOf(ctx: Context, args: { projectID: string | number; criteria?: unknown }) {
+  let found = searchTargets.get(args);
+  if (!found) {
+    found = (async () => {
+      const project = await requireProject(ctx, String(args.projectID));
+      const criteria = args.criteria as SearchCriteria | null | undefined;
+      const targets = await loadFilterTargets(ctx.services.db.prisma, project.id, criteria?.filters ?? []);
+      return { projectId: project.id, targets };
+    })();
+    searchTargets.set(args, found);
   }
-  return where;
+  return found;
 }
 
 builder.queryFields((t) => ({
@@ -385,17 +401,33 @@ builder.queryFields((t) => ({
     },
     validate: z.looseObject({ first: takeSchema.nullish(), last: takeSchema.nullish() }),
     totalCount: async (_parent, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID));
-      const where = await searchWhere(ctx, project.id, args.criteria as SearchCriteria | null, args);
-      return ctx.services.db.prisma.transcript.count({ where });
+      const { db } = ctx.services;
+      const { projectId, targets } = await searchOf(ctx, args);
+      const criteria = args.criteria as SearchCriteria | null;
+      return countTranscripts(db, buildTranscriptWhereSql(projectId, criteria, targets, db.provider));
     },
     resolve: async (query, _root, args, ctx) => {
-      const project = await requireProject(ctx, String(args.projectID));
-      const where = await searchWhere(ctx, project.id, args.criteria as SearchCriteria | null, args);
-      return ctx.services.db.prisma.transcript.findMany({
+      const { db } = ctx.services;
+      const { projectId, targets } = await searchOf(ctx, args);
+      const criteria = args.criteria as SearchCriteria | null;
+      const order = args.order ?? 'DESC';
+      // The page and the relations the selection asks for in one statement (src/transcripts/
+      // search-page.ts); a selection a page does not carry (feedback, a cursor) goes to Prisma.
+      const page = pageRelationsOf(query);
+      if (page) {
+        // Rows of Prisma's shape for this selection (checked by pageRelationsOf), which TypeScript
+        // cannot relate to plugin-prisma's type of the selection: hence the cast.
+        return loadTranscriptPage(db, buildTranscriptWhereSql(projectId, criteria, targets, db.provider), {
+          order,
+          relations: page,
+          take: page.take,
+          skip: page.skip + (args.skip ?? 0),
+        }) as never;
+      }
+      return db.prisma.transcript.findMany({
         ...query,
-        where,
-        orderBy: transcriptOrderBy(args.order ?? 'DESC'),
+        where: buildTranscriptWhere(projectId, criteria, targets, db.provider),
+        orderBy: transcriptOrderBy(order),
         skip: (query.skip ?? 0) + (args.skip ?? 0),
       });
     },
