@@ -3,7 +3,8 @@
  * database, set up for one scenario. V8's sampling profiler (through the inspector) runs only over
  * the measured window, so set-up and warm-up stay out of the profile. It counts the SQL
  * statements and transactions the driver adapter runs (by wrapping the adapter's connection, so no
- * production code carries a counter) and the Prisma operations, and reports them on request.
+ * production code carries a counter), those run through Db.driver (its listeners), and the Prisma
+ * operations, and reports them on request.
  *
  * IPC: sends {ready, url, projectID, apiKey}; answers 'reset' (zero the counters, start profiling)
  * and 'stop' (stop profiling, write the profile to the path given as the third argument, send the
@@ -84,6 +85,14 @@ server.running.services.db.queryListeners.add((event) => {
     const end = performance.timeOrigin + performance.now();
     timeline.push({ name, start: end - event.durationMs, end, background: event.background });
   }
+});
+// Statements the runtime runs straight through the driver (Db.driver), which the adapter never sees.
+server.running.services.db.driverListeners.add((event) => {
+  counters.statements += event.statements;
+  counters.transactions += event.commits;
+  counters.commits += event.commits;
+  const name = `driver.${event.label}`;
+  operations.set(name, (operations.get(name) ?? 0) + 1);
 });
 if (scenario === 'turn') {
   await server.running.services.runtime.publish({

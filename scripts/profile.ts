@@ -188,7 +188,7 @@ console.log(
   `per ${unit}: ${per(counters.statements)} SQL statements, ${per(counters.transactions)} transactions, ` +
     `${per(counters.commits)} commits, ${per(counters.prismaOperations)} Prisma operations`,
 );
-console.log('Prisma operations per operation, by model:');
+console.log('Prisma operations (and driver calls, driver.*) per operation, by model:');
 for (const [name, n] of prismaOps.sort((a, b) => b[1] - a[1]).slice(0, 15))
   console.log(`  ${per(n).padStart(7)}  ${name}`);
 

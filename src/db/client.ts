@@ -5,6 +5,7 @@ import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type { ArgType, SqlDriverAdapter, Transaction } from '@prisma/driver-adapter-utils';
 import type BetterSqlite3 from 'better-sqlite3';
+import type pg from 'pg';
 import * as sqliteVec from 'sqlite-vec';
 import { PrismaClient as PostgresClient } from '../generated/postgresql/client';
 import { PrismaClient as SqliteClient } from '../generated/sqlite/client';
@@ -47,8 +48,58 @@ export function asBackgroundWork<T>(fn: () => T): T {
  */
 export type VectorSupport = 'sqlite-vec' | 'sqlite-js' | 'pgvector' | 'postgresql';
 
+/**
+ * Statements run straight through the database driver, without Prisma's query compiler and
+ * interpreter (about half a millisecond per operation): for the few statements of a runtime turn's
+ * hot path (src/runtime/state-store.ts). Table and column names are Prisma's (no @@map), and values
+ * are stored as Prisma stores them (`storedTimestamp`, JSON as text on SQLite).
+ */
+export type Driver = SqliteDriver | PostgresDriver;
+
+/** A DateTime as the provider's Prisma adapter stores it, for driver statements that write one. */
+export function storedTimestamp(provider: Provider, date: Date): string {
+  const iso = date.toISOString();
+  // The same text as the SQLite adapter writes, so comparisons and Prisma's reads agree.
+  return provider === 'sqlite' ? iso.replace('Z', '+00:00') : iso;
+}
+
+/** What a driver call ran, for listeners that count statements (scripts/profile-server.ts). */
+export interface DriverEvent {
+  label: string;
+  statements: number;
+  /** Explicit transactions committed (a single statement outside one commits on its own, not counted). */
+  commits: number;
+}
+
+export interface SqliteStatements {
+  run(sql: string, ...params: unknown[]): BetterSqlite3.RunResult;
+  get<R>(sql: string, ...params: unknown[]): R | undefined;
+  all<R>(sql: string, ...params: unknown[]): R[];
+}
+
+export interface SqliteDriver {
+  provider: 'sqlite';
+  /**
+   * Runs `fn` on the connection alone: after Prisma's open transaction and statements in flight,
+   * before any that come later (the lock of serializeWithTransactions). `fn` is synchronous, so
+   * nothing else runs on the connection meanwhile; with `transaction`, its statements commit
+   * together (BEGIN IMMEDIATE … COMMIT) or, when it throws, not at all. Statements are prepared
+   * once per SQL text.
+   */
+  exclusive<T>(label: string, fn: (sql: SqliteStatements) => T, opts?: { transaction?: boolean }): Promise<T>;
+}
+
+export interface PostgresDriver {
+  provider: 'postgresql';
+  /** One statement on a pooled connection (committed on its own). */
+  query<R extends pg.QueryResultRow>(label: string, sql: string, params: unknown[]): Promise<pg.QueryResult<R>>;
+}
+
 export interface Db {
   prisma: PrismaDb;
+  driver: Driver;
+  /** Called after every driver call (`driver`): Prisma's query listeners do not see those. */
+  driverListeners: Set<(event: DriverEvent) => void>;
   provider: Provider;
   url: string;
   vectorSupport: VectorSupport;
@@ -90,6 +141,13 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
   let vectorSupport: VectorSupport = 'postgresql';
   /** The adapter connection Prisma runs on, once connected (queryRows). */
   let connection: SqlDriverAdapter | undefined;
+  const driverListeners = new Set<(event: DriverEvent) => void>();
+  const report = (label: string, statements: number, commits: number) => {
+    for (const listener of driverListeners) listener({ label, statements, commits });
+  };
+  let sqliteConnection: BetterSqlite3.Database | null = null;
+  let pgPool: pg.Pool | null = null;
+  const sqliteLock = createLock();
   if (provider === 'sqlite') {
     const file = sqliteFilePath(url);
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
@@ -104,8 +162,9 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
         vectorSupport = addVectorFunctions(client);
         beginImmediate(client);
         (connected as unknown as { client: unknown }).client = withStatementCache(client);
+        sqliteConnection = client;
       }
-      connection = serializeWithTransactions(connected);
+      connection = serializeWithTransactions(connected, sqliteLock);
       return connection;
     };
     base = new SqliteClient({
@@ -128,10 +187,12 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
       },
       { onPoolError: onConnectionError, onConnectionError },
     );
+    // The pool the adapter makes in connect(): driver statements share it (and its size).
     const connect = adapter.connect.bind(adapter);
     adapter.connect = async () => {
       const connected = await connect();
       connection = connected;
+      pgPool = connected.underlyingDriver() as pg.Pool;
       return connected;
     };
     base = new PostgresClient({ adapter }) as unknown as PrismaDb;
@@ -194,8 +255,30 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
     }
   };
 
+  let driver: Driver;
+  if (provider === 'sqlite') {
+    const connection = sqliteConnection as BetterSqlite3.Database | null;
+    if (!connection) throw new Error('the SQLite adapter did not open its connection');
+    driver = sqliteDriver(connection, sqliteLock, report);
+  } else {
+    const pool = pgPool as pg.Pool | null;
+    if (!pool) throw new Error('the PostgreSQL adapter did not make its pool');
+    driver = {
+      provider: 'postgresql',
+      async query(label, sql, params) {
+        try {
+          return await pool.query(sql, params);
+        } finally {
+          report(label, 1, 0);
+        }
+      },
+    };
+  }
+
   return {
     prisma,
+    driver,
+    driverListeners,
     provider,
     url,
     queryRows,
@@ -302,8 +385,65 @@ function withStatementCache(client: BetterSqlite3.Database): BetterSqlite3.Datab
   });
 }
 
+/** The SQLite driver access (see SqliteDriver); its own prepared statements, one per SQL text. */
+function sqliteDriver(
+  connection: BetterSqlite3.Database,
+  lock: Lock,
+  report: (label: string, statements: number, commits: number) => void,
+): SqliteDriver {
+  const prepared = new Map<string, BetterSqlite3.Statement>();
+  const statementOf = (sql: string) => {
+    let stmt = prepared.get(sql);
+    if (!stmt) {
+      // The hot path's few fixed texts; a bound, not an expected size.
+      if (prepared.size >= statementCacheSize) prepared.clear();
+      stmt = connection.prepare(sql);
+      // The adapter turns safe integers on for the connection; callers here get plain numbers.
+      stmt.safeIntegers(false);
+      prepared.set(sql, stmt);
+    }
+    return stmt;
+  };
+  return {
+    provider: 'sqlite',
+    async exclusive(label, fn, opts) {
+      let statements = 0;
+      const sql: SqliteStatements = {
+        run: (text, ...params) => {
+          statements++;
+          return statementOf(text).run(...params);
+        },
+        get: <R>(text: string, ...params: unknown[]) => {
+          statements++;
+          return statementOf(text).get(...params) as R | undefined;
+        },
+        all: <R>(text: string, ...params: unknown[]) => {
+          statements++;
+          return statementOf(text).all(...params) as R[];
+        },
+      };
+      const release = await lock.acquire();
+      let committed = 0;
+      try {
+        if (!opts?.transaction) return fn(sql);
+        // IMMEDIATE for the reason beginImmediate gives.
+        const result = connection.transaction(() => fn(sql)).immediate();
+        committed = 1;
+        return result;
+      } finally {
+        release();
+        report(label, statements, committed);
+      }
+    },
+  };
+}
+
+interface Lock {
+  acquire(): Promise<() => void>;
+}
+
 /** A FIFO lock: `acquire` resolves with the function that releases it. */
-function createLock(): { acquire(): Promise<() => void> } {
+function createLock(): Lock {
   let tail: Promise<void> = Promise.resolve();
   return {
     acquire() {
@@ -345,10 +485,9 @@ function beginImmediate(client: BetterSqlite3.Database): void {
  * statements, would run inside that transaction — a rollback would silently undo it, and reads
  * would see uncommitted rows. Here every statement outside a transaction waits for the open
  * transaction to end (and a transaction waits for statements in flight), as separate connections
- * would under SQLite's own locking.
+ * would under SQLite's own locking. The driver access (SqliteDriver.exclusive) takes the same lock.
  */
-function serializeWithTransactions(adapter: SqlDriverAdapter): SqlDriverAdapter {
-  const lock = createLock();
+function serializeWithTransactions(adapter: SqlDriverAdapter, lock: Lock): SqlDriverAdapter {
   const queryRaw = adapter.queryRaw.bind(adapter);
   const executeRaw = adapter.executeRaw.bind(adapter);
   const executeScript = adapter.executeScript.bind(adapter);

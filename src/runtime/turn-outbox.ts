@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../db/client';
-import { type DbClient, enqueueJob } from '../jobs/queue';
+import { type DbClient, type EnqueueInput, enqueueJob } from '../jobs/queue';
 import { type JobHandler, PermanentJobError } from '../jobs/runner';
 import type { Logger } from '../lib/logger';
 import type { TurnRecord, TurnRecorder } from './turn-record';
@@ -56,9 +56,9 @@ function userOf(record: TurnRecord): OutboxUser {
   return { environmentId: record.environmentID, userId: record.userID };
 }
 
-/** Writes a turn's record to the outbox, inside the caller's transaction when given one. Returns the job ID. */
-export async function enqueueTurnRecord(client: DbClient, record: TurnRecord, now = new Date()): Promise<string> {
-  const job = await enqueueJob(client, {
+/** The outbox job of a turn's record (what enqueueTurnRecord writes; the state commit writes it too). */
+export function turnRecordJob(record: TurnRecord, now = new Date()): EnqueueInput {
+  return {
     queue: TURN_RECORD_QUEUE,
     // Dates become ISO strings here; reviveTurnRecord turns them back.
     payload: { record: JSON.parse(JSON.stringify(record)) as Record<string, unknown> },
@@ -66,7 +66,12 @@ export async function enqueueTurnRecord(client: DbClient, record: TurnRecord, no
     runAt: new Date(now.getTime() + takeOverAfterMs),
     maxAttempts: outboxMaxAttempts,
     projectId: record.projectID,
-  });
+  };
+}
+
+/** Writes a turn's record to the outbox, inside the caller's transaction when given one. Returns the job ID. */
+export async function enqueueTurnRecord(client: DbClient, record: TurnRecord, now = new Date()): Promise<string> {
+  const job = await enqueueJob(client, turnRecordJob(record, now));
   return job.id;
 }
 

@@ -1,3 +1,4 @@
+import type { Db } from '../db/client';
 import { recordFinishedTurn, TURN_RECORD_QUEUE, type TurnOutboxDeps, userPrefix } from './turn-outbox';
 import type { TurnRecord } from './turn-record';
 
@@ -16,6 +17,40 @@ import type { TurnRecord } from './turn-record';
  * not hold (left by a crash, another instance, a failed recording) is recorded the ordinary way,
  * which records those earlier entries first; so is every turn of a batch whose transaction fails.
  */
+
+/**
+ * The pending outbox entries whose dedupe keys start with one of `prefixes` (all of one length,
+ * userPrefix's), read straight through the driver (docs/performance.md "Turn path"): one
+ * statement, no Prisma operation, per batch.
+ */
+async function pendingEntries(
+  db: Db,
+  prefixes: readonly string[],
+): Promise<{ id: string; dedupeKey: string; createdAtMs: number }[]> {
+  const length = prefixes[0]?.length ?? 0;
+  if (prefixes.some((p) => p.length !== length)) throw new Error('outbox prefixes differ in length');
+  const driver = db.driver;
+  if (driver.provider === 'sqlite') {
+    const marks = prefixes.map(() => '?').join(', ');
+    const rows = await driver.exclusive('outbox.pending', (sql) =>
+      sql.all<{ id: string; dedupeKey: string; createdAt: string }>(
+        `SELECT "id", "dedupeKey", "createdAt" FROM "Job"
+         WHERE "queue" = ? AND "status" IN ('queued', 'running') AND substr("dedupeKey", 1, ?) IN (${marks})`,
+        TURN_RECORD_QUEUE,
+        length,
+        ...prefixes,
+      ),
+    );
+    return rows.map((r) => ({ id: r.id, dedupeKey: r.dedupeKey, createdAtMs: new Date(r.createdAt).getTime() }));
+  }
+  const result = await driver.query<{ id: string; dedupeKey: string; createdAtMs: number }>(
+    'outbox.pending',
+    `SELECT "id", "dedupeKey", (extract(epoch FROM "createdAt") * 1000)::float8 AS "createdAtMs" FROM "Job"
+     WHERE "queue" = $1::text AND "status" IN ('queued', 'running') AND substr("dedupeKey", 1, $2::int) = ANY($3::text[])`,
+    [TURN_RECORD_QUEUE, length, prefixes],
+  );
+  return result.rows;
+}
 
 /** Turns per transaction at most: bounds how long a batch holds SQLite's writer. */
 const maxBatch = 200;
@@ -53,15 +88,8 @@ export function createTurnRecordBatcher(deps: TurnOutboxDeps): TurnRecordBatcher
     const prefixOf = (p: Pending) => userPrefix({ environmentId: p.record.environmentID, userId: p.record.userID });
     const prefixes = [...new Set(batch.map(prefixOf))];
     // The users' pending entries: ours, and any this instance does not hold.
-    const entries = await db.prisma.job.findMany({
-      where: {
-        queue: TURN_RECORD_QUEUE,
-        status: { in: ['queued', 'running'] },
-        OR: prefixes.map((prefix) => ({ dedupeKey: { startsWith: prefix } })),
-      },
-      select: { id: true, dedupeKey: true, createdAt: true },
-    });
-    const createdAt = new Map(entries.map((e) => [e.id, e.createdAt.getTime()]));
+    const entries = await pendingEntries(db, prefixes);
+    const createdAt = new Map(entries.map((e) => [e.id, e.createdAtMs]));
     const tangled = new Set<string>();
     for (const e of entries) {
       const prefix = prefixes.find((pr) => e.dedupeKey?.startsWith(pr));

@@ -3,7 +3,7 @@ import type { DbClient } from '../jobs/queue';
 import { AppError } from '../lib/errors';
 import type { Logger } from '../lib/logger';
 import type { StateLease, StateStore, StateWrite } from './state-store';
-import { enqueueTurnRecord, recordFinishedTurn, type TurnOutboxDeps } from './turn-outbox';
+import { enqueueTurnRecord, recordFinishedTurn, type TurnOutboxDeps, turnRecordJob } from './turn-outbox';
 import type { TurnRecord } from './turn-record';
 import type { TurnRecordBatcher } from './turn-record-batcher';
 
@@ -71,10 +71,13 @@ export async function settleTurn(deps: TurnSettlementDeps, turn: SettlingTurn, e
   const turnId = record.turnID;
   let outboxJobId: string | null = null;
 
-  const writeOutbox = async (client: DbClient) => {
+  const finish = () => {
     record.success = record.outcome === 'completed';
     record.finishedAt = new Date();
     record.clientDisconnected = turn.clientGone();
+  };
+  const writeOutbox = async (client: DbClient) => {
+    finish();
     outboxJobId = await enqueueTurnRecord(client, record);
   };
   const writeOutboxOrLog = (client: DbClient) =>
@@ -91,14 +94,20 @@ export async function settleTurn(deps: TurnSettlementDeps, turn: SettlingTurn, e
       try {
         await deps.states.commit(end.lease, end.next, {
           // The record commits exactly when the state does.
-          alsoWrite: async (tx, written) => {
-            record.stateSaved = written;
-            if (!written) {
-              record.outcome = 'failed';
-              record.error = lostLeaseMessage;
-              turn.debug('error', lostLeaseMessage);
-            }
-            await writeOutbox(tx);
+          outbox: {
+            job(written) {
+              record.stateSaved = written;
+              if (!written) {
+                record.outcome = 'failed';
+                record.error = lostLeaseMessage;
+                turn.debug('error', lostLeaseMessage);
+              }
+              finish();
+              return turnRecordJob(record);
+            },
+            committed(jobId) {
+              outboxJobId = jobId;
+            },
           },
         });
       } catch (err) {
