@@ -268,12 +268,27 @@ export type IngestedUsageEvent = z.output<typeof ingestedUsageEventSchema>;
 
 export const usageEventBatchSchema = z.array(ingestedUsageEventSchema).min(1).max(usageLimits.batch);
 
+/** The body of `POST /v1/usage/events`, and the arguments of GraphQL `recordUsageEvents`: the rule. */
+export const usageEventBatchBodySchema = z.strictObject({ events: usageEventBatchSchema });
+
+/** The body's envelope is right: an object with `events`, an array of 1 to 1,000, and nothing else. */
+function isBatchEnvelope(body: unknown): body is { events: unknown[] } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
+  const keys = Object.keys(body);
+  if (keys.length !== 1 || keys[0] !== 'events') return false;
+  const events = (body as { events: unknown }).events;
+  return Array.isArray(events) && events.length >= 1 && events.length <= usageLimits.batch;
+}
+
 /**
- * The body of `POST /v1/usage/events`, checked but kept as sent: the route hands it on to GraphQL
- * (whose String variables want the timestamps as text), which parses it again.
+ * The route's check of `POST /v1/usage/events`, kept as sent: the route hands `events` on to
+ * GraphQL `recordUsageEventBatch`, which checks the events once (./ingest-check.ts) with the
+ * same schema's errors. Here only the envelope: when it is wrong, the whole schema words the error,
+ * so the body gets exactly the details it always got (the events' problems with the envelope's).
  */
 export const usageEventsBodySchema = z.unknown().superRefine((body, ctx) => {
-  const parsed = z.strictObject({ events: usageEventBatchSchema }).safeParse(body);
+  if (isBatchEnvelope(body)) return;
+  const parsed = usageEventBatchBodySchema.safeParse(body);
   if (!parsed.success) for (const issue of parsed.error.issues) ctx.addIssue({ ...issue } as z.core.$ZodRawIssue);
 });
 
