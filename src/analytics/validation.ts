@@ -294,19 +294,21 @@ export const usageEventsBodySchema = z.unknown().superRefine((body, ctx) => {
 
 /** An ingested event as the usage event writer takes it, once its environment is resolved to an ID. */
 export function toRecorderEvent(e: IngestedUsageEvent, environmentId: string): UsageEvent {
-  const common = {
-    projectId: e.projectID,
-    environmentId,
-    occurredAt: e.timestamp,
-    userId: e.userID ?? null,
-    idempotencyKey: e.eventID ?? null,
-  };
+  // Every member set in one literal (no spread of a shared part): this runs for each event of a batch.
+  const projectId = e.projectID;
+  const occurredAt = e.timestamp;
+  const userId = e.userID ?? null;
+  const idempotencyKey = e.eventID ?? null;
   switch (e.kind) {
     case 'interaction':
-      return { ...common, kind: e.kind, type: e.type };
+      return { projectId, environmentId, occurredAt, userId, idempotencyKey, kind: e.kind, type: e.type };
     case 'credit':
       return {
-        ...common,
+        projectId,
+        environmentId,
+        occurredAt,
+        userId,
+        idempotencyKey,
         kind: e.kind,
         type: e.type,
         model: e.model,
@@ -315,19 +317,66 @@ export function toRecorderEvent(e: IngestedUsageEvent, environmentId: string): U
         nodeId: e.nodeID,
       };
     case 'function_call':
-      return { ...common, kind: e.kind, functionId: e.functionID, name: e.name, success: e.success };
+      return {
+        projectId,
+        environmentId,
+        occurredAt,
+        userId,
+        idempotencyKey,
+        kind: e.kind,
+        functionId: e.functionID,
+        name: e.name,
+        success: e.success,
+      };
     case 'api_call':
-      return { ...common, kind: e.kind, apiToolId: e.apiToolID, name: e.name, success: e.success };
+      return {
+        projectId,
+        environmentId,
+        occurredAt,
+        userId,
+        idempotencyKey,
+        kind: e.kind,
+        apiToolId: e.apiToolID,
+        name: e.name,
+        success: e.success,
+      };
     case 'integration_call':
-      return { ...common, kind: e.kind, integrationToolName: e.integrationToolName, success: e.success };
+      return {
+        projectId,
+        environmentId,
+        occurredAt,
+        userId,
+        idempotencyKey,
+        kind: e.kind,
+        integrationToolName: e.integrationToolName,
+        success: e.success,
+      };
     case 'kb_document':
-      return { ...common, kind: e.kind, documentId: e.documentID };
+      return { projectId, environmentId, occurredAt, userId, idempotencyKey, kind: e.kind, documentId: e.documentID };
     case 'transcript':
-      return { ...common, kind: e.kind, transcriptId: e.transcriptID };
+      return {
+        projectId,
+        environmentId,
+        occurredAt,
+        userId,
+        idempotencyKey,
+        kind: e.kind,
+        transcriptId: e.transcriptID,
+      };
     case 'agent_invocation':
-      return { ...common, kind: e.kind, agentId: e.agentID, name: e.name, success: e.success };
+      return {
+        projectId,
+        environmentId,
+        occurredAt,
+        userId,
+        idempotencyKey,
+        kind: e.kind,
+        agentId: e.agentID,
+        name: e.name,
+        success: e.success,
+      };
     case 'intent':
-      return { ...common, kind: e.kind, name: e.name };
+      return { projectId, environmentId, occurredAt, userId, idempotencyKey, kind: e.kind, name: e.name };
   }
 }
 
