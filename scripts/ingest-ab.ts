@@ -1,5 +1,5 @@
 /**
- * npm run ingest:ab -- [--provider sqlite|postgresql] [--batches N]
+ * npx tsx scripts/ingest-ab.ts [--provider sqlite|postgresql] [--batches N]
  *
  * In-process timing of one ingestion batch (1,000 events, bench/usage.bench.ts's mix) through
  * `POST /v1/usage/events` on a real server over a scratch database, one batch at a time, and of
