@@ -77,21 +77,29 @@ function chunks<T>(list: readonly T[], size: number): T[][] {
 
 const quote = (identifier: string) => `"${identifier}"`;
 
+/** A column of a statement's JSON rows: its name, and its type on PostgreSQL (the cast from JSON text). */
+type Column = readonly [name: string, pgType: 'text' | 'integer' | 'bigint' | 'boolean' | 'timestamp(3)'];
+
 /**
- * `SELECT <columns> FROM <the rows of a JSON array>` in each engine's dialect. Table and column
- * names are this module's constants, never input; the JSON is a bound parameter.
+ * `SELECT <columns> FROM <the rows of a JSON array of arrays>` in each engine's dialect: each row
+ * is an array of the columns' values in order (not an object, which would repeat every column's
+ * name in every row: the JSON text is what the driver adapter and the database spend their time
+ * on). `extra` is appended to each row (values bound once, such as the batch's recordedAt). Table
+ * and column names are this module's constants, never input; the JSON is a bound parameter.
  */
-function jsonRows(provider: Provider, table: string, columns: readonly string[], rows: unknown[]): Prisma.Sql {
+function jsonRows(provider: Provider, columns: readonly Column[], rows: unknown[][], extra?: Prisma.Sql): Prisma.Sql {
   const json = JSON.stringify(rows);
+  const tail = extra ? Prisma.sql`, ${extra}` : Prisma.empty;
   if (provider === 'postgresql') {
-    // The table's row type gives every value its column type; ordinality keeps the lock order.
-    return Prisma.sql`SELECT ${Prisma.raw(columns.map((c) => `r.${quote(c)}`).join(', '))}
-      FROM jsonb_populate_recordset(NULL::${Prisma.raw(quote(table))}, CAST(${json} AS jsonb)) WITH ORDINALITY AS r
+    // Ordinality keeps the lock order.
+    const select = columns.map(([, type], i) => `CAST(r.value ->> ${i} AS ${type})`).join(', ');
+    return Prisma.sql`SELECT ${Prisma.raw(select)}${tail}
+      FROM jsonb_array_elements(CAST(${json} AS jsonb)) WITH ORDINALITY AS r(value, ordinality)
       ORDER BY r.ordinality`;
   }
   // json_each walks the array in order. "WHERE true" lets SQLite parse the ON CONFLICT that follows.
-  return Prisma.sql`SELECT ${Prisma.raw(columns.map((c) => `value ->> '${c}'`).join(', '))}
-    FROM json_each(${json}) WHERE true`;
+  const select = columns.map((_, i) => `value ->> ${i}`).join(', ');
+  return Prisma.sql`SELECT ${Prisma.raw(select)}${tail} FROM json_each(${json}) WHERE true`;
 }
 
 /** DateTime as each engine's Prisma adapter stores it. */
@@ -113,43 +121,70 @@ function checkEvents(events: readonly UsageEvent[]): void {
   }
 }
 
-const eventColumns = [
-  'id',
-  'projectId',
-  'environmentId',
-  'kind',
-  'occurredAt',
-  'hour',
-  'userId',
-  'type',
-  'model',
-  'diagramId',
-  'nodeId',
-  'subjectId',
-  'name',
-  'quantity',
-  'success',
-  'idempotencyKey',
-  'recordedAt',
-] as const;
-const rollupColumns = [
-  'projectId',
-  'metric',
-  'hour',
-  'environmentId',
-  'type',
-  'model',
-  'diagramId',
-  'nodeId',
-  'subjectId',
-  'name',
-  'count',
-  'successCount',
-] as const;
-const totalColumns = ['projectId', 'metric', 'hour', 'environmentId', 'count', 'successCount'] as const;
-const hourUserColumns = ['projectId', 'hour', 'environmentId', 'userId'] as const;
-const dayIntentColumns = ['projectId', 'day', 'environmentId', 'intent', 'count'] as const;
-const columnList = (columns: readonly string[]) => Prisma.raw(columns.map(quote).join(', '));
+const eventColumns: readonly Column[] = [
+  ['id', 'text'],
+  ['projectId', 'text'],
+  ['environmentId', 'text'],
+  ['kind', 'text'],
+  ['occurredAt', 'timestamp(3)'],
+  ['hour', 'integer'],
+  ['userId', 'text'],
+  ['type', 'text'],
+  ['model', 'text'],
+  ['diagramId', 'text'],
+  ['nodeId', 'text'],
+  ['subjectId', 'text'],
+  ['name', 'text'],
+  ['quantity', 'bigint'],
+  ['success', 'boolean'],
+  ['idempotencyKey', 'text'],
+];
+const dimensionColumns: readonly Column[] = [
+  ['type', 'text'],
+  ['model', 'text'],
+  ['diagramId', 'text'],
+  ['nodeId', 'text'],
+  ['subjectId', 'text'],
+  ['name', 'text'],
+];
+const rollupColumns: readonly Column[] = [
+  ['projectId', 'text'],
+  ['metric', 'text'],
+  ['hour', 'integer'],
+  ['environmentId', 'text'],
+  ...dimensionColumns,
+  ['count', 'bigint'],
+  ['successCount', 'bigint'],
+];
+const totalColumns: readonly Column[] = [
+  ['projectId', 'text'],
+  ['metric', 'text'],
+  ['hour', 'integer'],
+  ['environmentId', 'text'],
+  ['count', 'bigint'],
+  ['successCount', 'bigint'],
+];
+const hourUserColumns: readonly Column[] = [
+  ['projectId', 'text'],
+  ['hour', 'integer'],
+  ['environmentId', 'text'],
+  ['userId', 'text'],
+];
+const dayIntentColumns: readonly Column[] = [
+  ['projectId', 'text'],
+  ['day', 'integer'],
+  ['environmentId', 'text'],
+  ['intent', 'text'],
+  ['count', 'bigint'],
+];
+const columnList = (columns: readonly Column[], ...more: string[]) =>
+  Prisma.raw([...columns.map(([name]) => name), ...more].map(quote).join(', '));
+
+/** The rows as arrays of the columns' values, in the columns' order. */
+function arraysOf(rows: readonly object[], columns: readonly Column[]): unknown[][] {
+  const names = columns.map(([name]) => name);
+  return rows.map((row) => names.map((name) => (row as Record<string, unknown>)[name]));
+}
 
 /** Rows per statement: keeps each JSON parameter to a few hundred kilobytes. */
 const rowsPerStatement = 2000;
@@ -171,23 +206,41 @@ async function insertEvents(
     return true;
   });
   const keyed = seen.size > 0;
-  const recordedAt = storedTimestamp(provider, now);
+  // recordedAt is the same for the whole batch: bound once, not repeated in every row.
+  const recordedAt =
+    provider === 'postgresql'
+      ? Prisma.sql`CAST(${storedTimestamp(provider, now)} AS timestamp(3))`
+      : Prisma.sql`${storedTimestamp(provider, now)}`;
   const stored: UsageEventRow[] = [];
   for (const chunk of chunks(unique, rowsPerStatement)) {
-    const source = jsonRows(
-      provider,
-      'UsageEvent',
-      eventColumns,
-      chunk.map((r) => ({ ...r, occurredAt: storedTimestamp(provider, r.occurredAt), recordedAt })),
-    );
+    const values = chunk.map((r) => [
+      r.id,
+      r.projectId,
+      r.environmentId,
+      r.kind,
+      storedTimestamp(provider, r.occurredAt),
+      r.hour,
+      r.userId,
+      r.type,
+      r.model,
+      r.diagramId,
+      r.nodeId,
+      r.subjectId,
+      r.name,
+      r.quantity,
+      r.success,
+      r.idempotencyKey,
+    ]);
+    const source = jsonRows(provider, eventColumns, values, recordedAt);
+    const columns = columnList(eventColumns, 'recordedAt');
     if (!keyed) {
-      await tx.$executeRaw`INSERT INTO "UsageEvent" (${columnList(eventColumns)}) ${source}`;
+      await tx.$executeRaw`INSERT INTO "UsageEvent" (${columns}) ${source}`;
       stored.push(...chunk);
       continue;
     }
     // Only events with a key can conflict (NULLs are distinct in a unique index on both engines).
     const inserted = await tx.$queryRaw<{ id: string }[]>`
-      INSERT INTO "UsageEvent" (${columnList(eventColumns)}) ${source}
+      INSERT INTO "UsageEvent" (${columns}) ${source}
       ON CONFLICT ("projectId", "idempotencyKey") DO NOTHING
       RETURNING "id"`;
     const ids = new Set(inserted.map((r) => r.id));
@@ -254,7 +307,7 @@ async function insertHourUsers(
   for (const chunk of chunks(sortedValues(triples), rowsPerStatement)) {
     const inserted = await tx.$queryRaw<{ projectId: string; environmentId: string; hour: number | bigint }[]>`
       INSERT INTO "UsageHourUser" (${columnList(hourUserColumns)})
-      ${jsonRows(provider, 'UsageHourUser', hourUserColumns, chunk)}
+      ${jsonRows(provider, hourUserColumns, arraysOf(chunk, hourUserColumns))}
       ON CONFLICT DO NOTHING
       RETURNING "projectId", "environmentId", "hour"`;
     for (const row of inserted) added.push({ ...row, hour: Number(row.hour) });
@@ -266,7 +319,7 @@ async function upsertRollups(tx: UsageTx, provider: Provider, deltas: CounterDel
   for (const chunk of chunks(deltas, rowsPerStatement)) {
     await tx.$executeRaw`
       INSERT INTO "UsageRollup" (${columnList(rollupColumns)})
-      ${jsonRows(provider, 'UsageRollup', rollupColumns, chunk)}
+      ${jsonRows(provider, rollupColumns, arraysOf(chunk, rollupColumns))}
       ON CONFLICT ("projectId", "metric", "hour", "environmentId", "type", "model", "diagramId", "nodeId", "subjectId", "name")
       DO UPDATE SET "count" = "UsageRollup"."count" + excluded."count",
                     "successCount" = "UsageRollup"."successCount" + excluded."successCount"`;
@@ -285,7 +338,7 @@ async function upsertDayIntents(tx: UsageTx, provider: Provider, deltas: DayInte
   for (const chunk of chunks(deltas, rowsPerStatement)) {
     await tx.$executeRaw`
       INSERT INTO "UsageDayIntent" (${columnList(dayIntentColumns)})
-      ${jsonRows(provider, 'UsageDayIntent', dayIntentColumns, chunk)}
+      ${jsonRows(provider, dayIntentColumns, arraysOf(chunk, dayIntentColumns))}
       ON CONFLICT ("projectId", "day", "environmentId", "intent")
       DO UPDATE SET "count" = "UsageDayIntent"."count" + excluded."count"`;
   }
@@ -305,7 +358,7 @@ async function upsertHourTotals(tx: UsageTx, provider: Provider, deltas: Counter
       }[]
     >`
       INSERT INTO "UsageHourTotal" (${columnList(totalColumns)})
-      ${jsonRows(provider, 'UsageHourTotal', totalColumns, chunk)}
+      ${jsonRows(provider, totalColumns, arraysOf(chunk, totalColumns))}
       ON CONFLICT ("projectId", "metric", "hour", "environmentId")
       DO UPDATE SET "count" = "UsageHourTotal"."count" + excluded."count",
                     "successCount" = "UsageHourTotal"."successCount" + excluded."successCount"

@@ -268,30 +268,47 @@ export type IngestedUsageEvent = z.output<typeof ingestedUsageEventSchema>;
 
 export const usageEventBatchSchema = z.array(ingestedUsageEventSchema).min(1).max(usageLimits.batch);
 
+/** The body of `POST /v1/usage/events`, and the arguments of GraphQL `recordUsageEvents`: the rule. */
+export const usageEventBatchBodySchema = z.strictObject({ events: usageEventBatchSchema });
+
+/** The body's envelope is right: an object with `events`, an array of 1 to 1,000, and nothing else. */
+function isBatchEnvelope(body: unknown): body is { events: unknown[] } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
+  const keys = Object.keys(body);
+  if (keys.length !== 1 || keys[0] !== 'events') return false;
+  const events = (body as { events: unknown }).events;
+  return Array.isArray(events) && events.length >= 1 && events.length <= usageLimits.batch;
+}
+
 /**
- * The body of `POST /v1/usage/events`, checked but kept as sent: the route hands it on to GraphQL
- * (whose String variables want the timestamps as text), which parses it again.
+ * The route's check of `POST /v1/usage/events`, kept as sent: the route hands `events` on to
+ * GraphQL `recordUsageEventBatch`, which checks the events once (./ingest-check.ts) with the
+ * same schema's errors. Here only the envelope: when it is wrong, the whole schema words the error,
+ * so the body gets exactly the details it always got (the events' problems with the envelope's).
  */
 export const usageEventsBodySchema = z.unknown().superRefine((body, ctx) => {
-  const parsed = z.strictObject({ events: usageEventBatchSchema }).safeParse(body);
+  if (isBatchEnvelope(body)) return;
+  const parsed = usageEventBatchBodySchema.safeParse(body);
   if (!parsed.success) for (const issue of parsed.error.issues) ctx.addIssue({ ...issue } as z.core.$ZodRawIssue);
 });
 
 /** An ingested event as the usage event writer takes it, once its environment is resolved to an ID. */
 export function toRecorderEvent(e: IngestedUsageEvent, environmentId: string): UsageEvent {
-  const common = {
-    projectId: e.projectID,
-    environmentId,
-    occurredAt: e.timestamp,
-    userId: e.userID ?? null,
-    idempotencyKey: e.eventID ?? null,
-  };
+  // Every member set in one literal (no spread of a shared part): this runs for each event of a batch.
+  const projectId = e.projectID;
+  const occurredAt = e.timestamp;
+  const userId = e.userID ?? null;
+  const idempotencyKey = e.eventID ?? null;
   switch (e.kind) {
     case 'interaction':
-      return { ...common, kind: e.kind, type: e.type };
+      return { projectId, environmentId, occurredAt, userId, idempotencyKey, kind: e.kind, type: e.type };
     case 'credit':
       return {
-        ...common,
+        projectId,
+        environmentId,
+        occurredAt,
+        userId,
+        idempotencyKey,
         kind: e.kind,
         type: e.type,
         model: e.model,
@@ -300,19 +317,66 @@ export function toRecorderEvent(e: IngestedUsageEvent, environmentId: string): U
         nodeId: e.nodeID,
       };
     case 'function_call':
-      return { ...common, kind: e.kind, functionId: e.functionID, name: e.name, success: e.success };
+      return {
+        projectId,
+        environmentId,
+        occurredAt,
+        userId,
+        idempotencyKey,
+        kind: e.kind,
+        functionId: e.functionID,
+        name: e.name,
+        success: e.success,
+      };
     case 'api_call':
-      return { ...common, kind: e.kind, apiToolId: e.apiToolID, name: e.name, success: e.success };
+      return {
+        projectId,
+        environmentId,
+        occurredAt,
+        userId,
+        idempotencyKey,
+        kind: e.kind,
+        apiToolId: e.apiToolID,
+        name: e.name,
+        success: e.success,
+      };
     case 'integration_call':
-      return { ...common, kind: e.kind, integrationToolName: e.integrationToolName, success: e.success };
+      return {
+        projectId,
+        environmentId,
+        occurredAt,
+        userId,
+        idempotencyKey,
+        kind: e.kind,
+        integrationToolName: e.integrationToolName,
+        success: e.success,
+      };
     case 'kb_document':
-      return { ...common, kind: e.kind, documentId: e.documentID };
+      return { projectId, environmentId, occurredAt, userId, idempotencyKey, kind: e.kind, documentId: e.documentID };
     case 'transcript':
-      return { ...common, kind: e.kind, transcriptId: e.transcriptID };
+      return {
+        projectId,
+        environmentId,
+        occurredAt,
+        userId,
+        idempotencyKey,
+        kind: e.kind,
+        transcriptId: e.transcriptID,
+      };
     case 'agent_invocation':
-      return { ...common, kind: e.kind, agentId: e.agentID, name: e.name, success: e.success };
+      return {
+        projectId,
+        environmentId,
+        occurredAt,
+        userId,
+        idempotencyKey,
+        kind: e.kind,
+        agentId: e.agentID,
+        name: e.name,
+        success: e.success,
+      };
     case 'intent':
-      return { ...common, kind: e.kind, name: e.name };
+      return { projectId, environmentId, occurredAt, userId, idempotencyKey, kind: e.kind, name: e.name };
   }
 }
 

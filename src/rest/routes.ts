@@ -443,12 +443,14 @@ const usageRoutes: RestRoute[] = [
     method: 'POST',
     path: '/v1/usage/events',
     summary: 'Ingest up to 1,000 usage events, all or nothing; needs the analytics:write scope (Parley addition).',
-    operation: `mutation RecordUsageEvents($events: [UsageEventInput!]!) {
-      recordUsageEvents(events: $events) { recorded duplicates }
+    // The events travel as one JSON value and are checked once, by the field, with the route
+    // schema's errors; the route's schema checks the envelope.
+    operation: `mutation RecordUsageEventBatch($events: JSON!) {
+      recordUsageEventBatch(events: $events) { recorded duplicates }
     }`,
     body: usageEventsBodySchema,
     variables: ({ body }) => ({ events: body.events }),
-    result: (data) => data.recordUsageEvents,
+    result: (data) => data.recordUsageEventBatch,
     status: 201,
   },
 ];

@@ -414,6 +414,25 @@ const gqlCases: Record<string, GqlCase> = {
       e: [{ projectID: v['events.projectID'], environment: v['events.environment'], kind: 'transcript' }],
     }),
   },
+  'Mutation.recordUsageEventBatch': {
+    op: `mutation($e: JSON!) { recordUsageEventBatch(events: $e) { recorded } }`,
+    ids: { 'events.projectID': 'project', 'events.environment': 'environment' },
+    // What another runtime says about its own events: names, not references to Parley's resources.
+    labels: [
+      'events.agentID',
+      'events.apiToolID',
+      'events.diagramID',
+      'events.documentID',
+      'events.eventID',
+      'events.functionID',
+      'events.nodeID',
+      'events.transcriptID',
+      'events.userID',
+    ],
+    vars: (v) => ({
+      e: [{ projectID: v['events.projectID'], environment: v['events.environment'], kind: 'transcript' }],
+    }),
+  },
   'Query.knowledgeBaseTag': {
     op: `query($t: ID!) { knowledgeBaseTag(tagID: $t) { tagID label } }`,
     ids: { tagID: 'tag' },
@@ -934,6 +953,9 @@ function idTakingFields(): Map<string, string[]> {
       if (paths.length) found.set(`${root!.name}.${field.name}`, paths.sort());
     }
   }
+  // Its events are one JSON value holding UsageEventInput objects (the field checks them), which
+  // the walk cannot see into: the same ID paths as recordUsageEvents.
+  found.set('Mutation.recordUsageEventBatch', found.get('Mutation.recordUsageEvents') ?? []);
   return found;
 }
 

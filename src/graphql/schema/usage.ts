@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { type UsageRange, usageTimeSeries, usageTotals } from '../../analytics/aggregates';
 import { resolveEnvironmentFilter, resolveEventEnvironments } from '../../analytics/environments';
+import { parseIngestedBatch } from '../../analytics/ingest-check';
 import { queryUsage, type TopIntentsResult, type UsageItemsResult, type UsageResult } from '../../analytics/query';
 import { granularities } from '../../analytics/time-buckets';
 import { recordUsageEvents } from '../../analytics/usage-event-writer';
@@ -21,7 +22,6 @@ import {
   type IngestedUsageEvent,
   type ParsedUsageFilter,
   toRecorderEvent,
-  usageEventBatchSchema,
   usageQuerySchema,
   usageRangeSchema,
   usageSeriesArgsSchema,
@@ -519,35 +519,51 @@ async function requireIngestionProjects(ctx: Context, events: readonly IngestedU
   if (failed) throw failed.reason;
 }
 
-builder.mutationField('recordUsageEvents', (t) =>
-  t.field({
+/** Records a checked batch: the projects the key reaches, their environments, then one write. */
+async function recordIngestedEvents(ctx: Context, events: IngestedUsageEvent[]) {
+  await requireIngestionProjects(ctx, events);
+  const environmentIds = await resolveEventEnvironments(
+    ctx.services.db,
+    events.map((e) => ({ projectId: e.projectID, environment: e.environment })),
+    (index) => `events.${index}.environment`,
+  );
+  const recorded = await recordUsageEvents(
+    { db: ctx.services.db, pubsub: ctx.services.pubsub },
+    events.map((e, i) => toRecorderEvent(e, environmentIds[i]!)),
+    // Checked by parseIngestedBatch: once is enough.
+    { checked: true },
+  );
+  ctx.services.ops.metrics?.usageEventsIngested.inc({ result: 'recorded' }, recorded.recorded);
+  ctx.services.ops.metrics?.usageEventsIngested.inc({ result: 'duplicate' }, recorded.duplicates);
+  return { recorded: recorded.recorded, duplicates: recorded.duplicates };
+}
+
+builder.mutationFields((t) => ({
+  recordUsageEvents: t.field({
     type: RecordUsageEventsPayload,
     description:
-      'Ingests up to 1,000 usage events from another runtime (POST /v1/usage/events runs this field). All or nothing. Needs the analytics:write scope.',
+      'Ingests up to 1,000 usage events from another runtime. All or nothing. Needs the analytics:write scope.',
     authScopes: { scope: 'analytics:write' },
-    args: t.validate(
-      { events: t.arg({ type: [UsageEventInput], required: true }) },
-      z.object({ events: usageEventBatchSchema }),
-    ),
-    resolve: async (_root, { events }, ctx) => {
-      await requireIngestionProjects(ctx, events);
-      const environmentIds = await resolveEventEnvironments(
-        ctx.services.db,
-        events.map((e) => ({ projectId: e.projectID, environment: e.environment })),
-        (index) => `events.${index}.environment`,
-      );
-      const recorded = await recordUsageEvents(
-        { db: ctx.services.db, pubsub: ctx.services.pubsub },
-        events.map((e, i) => toRecorderEvent(e, environmentIds[i]!)),
-        // Checked by this field's schema (t.validate above): once is enough.
-        { checked: true },
-      );
-      ctx.services.ops.metrics?.usageEventsIngested.inc({ result: 'recorded' }, recorded.recorded);
-      ctx.services.ops.metrics?.usageEventsIngested.inc({ result: 'duplicate' }, recorded.duplicates);
-      return { recorded: recorded.recorded, duplicates: recorded.duplicates };
-    },
+    args: { events: t.arg({ type: [UsageEventInput], required: true }) },
+    // The events are checked once, here (not by plugin-validation): the same rules and errors as
+    // recordUsageEventBatch.
+    resolve: (_root, { events }, ctx) => recordIngestedEvents(ctx, parseIngestedBatch(events)),
   }),
-);
+  recordUsageEventBatch: t.field({
+    type: RecordUsageEventsPayload,
+    description:
+      'recordUsageEvents with the events as one JSON value (POST /v1/usage/events runs this field): the same members, rules and errors, without GraphQL coercing 1,000 input objects member by member. All or nothing. Needs the analytics:write scope.',
+    authScopes: { scope: 'analytics:write' },
+    args: {
+      events: t.arg({
+        type: 'JSON',
+        required: true,
+        description: 'An array of up to 1,000 events, each as UsageEventInput describes it.',
+      }),
+    },
+    resolve: (_root, { events }, ctx) => recordIngestedEvents(ctx, parseIngestedBatch(events)),
+  }),
+}));
 
 builder.subscriptionField('usageCounters', (t) =>
   t.field({
