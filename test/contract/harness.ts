@@ -3,6 +3,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { expect } from 'vitest';
 import { contractDeviations } from '../../src/rest/contract-deviations';
 import type { HttpResponse } from '../helpers/app';
+import { errorBodyJsonSchema } from '../helpers/error-body';
 import { knownMismatches } from './pending';
 
 /**
@@ -212,26 +213,7 @@ function withDeviations(route: string, status: number, schema: unknown): unknown
 }
 
 /** DECISIONS.md §3. */
-const errorBody = ajv.compile({
-  type: 'object',
-  required: ['statusCode', 'statusText', 'errorCode', 'message'],
-  additionalProperties: false,
-  properties: {
-    statusCode: { type: 'integer' },
-    statusText: { type: 'string' },
-    errorCode: { type: 'string' },
-    message: { type: 'string', minLength: 1 },
-    details: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['path', 'message'],
-        properties: { path: { type: 'string' }, message: { type: 'string' } },
-      },
-    },
-    requestID: { type: 'string' },
-  },
-});
+const errorBody = ajv.compile(errorBodyJsonSchema);
 
 const validators = new Map<string, ValidateFunction>();
 function validatorFor(document: string, route: string, status: string, schema: unknown): ValidateFunction {

@@ -3,6 +3,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { expect, it } from 'vitest';
 import type { TurnRecord } from '../../src/runtime/turn-record';
 import { type HttpResponse, useTestApp } from '../helpers/app';
+import { errorBodyJsonSchema } from '../helpers/error-body';
 import { describeEachDatabase } from '../helpers/lanes';
 import { publish, recordingRecorder, stream, v2StreamPath } from '../helpers/runtime';
 
@@ -25,26 +26,7 @@ const fixture = JSON.parse(
 const ajv = new Ajv({ strict: false, allErrors: true });
 ajv.addSchema({ $id: 'dm', components: fixture.components });
 
-const errorBodySchema = ajv.compile({
-  type: 'object',
-  required: ['statusCode', 'statusText', 'errorCode', 'message'],
-  additionalProperties: false,
-  properties: {
-    statusCode: { type: 'integer' },
-    statusText: { type: 'string' },
-    errorCode: { type: 'string' },
-    message: { type: 'string', minLength: 1 },
-    details: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['path', 'message'],
-        properties: { path: { type: 'string' }, message: { type: 'string' } },
-      },
-    },
-    requestID: { type: 'string' },
-  },
-});
+const errorBodySchema = ajv.compile(errorBodyJsonSchema);
 
 const validators = new Map<string, ValidateFunction>();
 function documented(operation: string, status: number): ValidateFunction | null {
