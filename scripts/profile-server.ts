@@ -23,6 +23,8 @@ import { createDb } from '../src/db/client';
 import type { Provider } from '../src/db/schema-source';
 
 const counters = { statements: 0, transactions: 0, commits: 0, prismaOperations: 0 };
+/** The server process's CPU time (user + system) at 'reset': CPU per operation holds up on a busy machine, where rates do not. */
+let cpuAtReset = process.cpuUsage();
 const operations = new Map<string, number>();
 /** kb-ingest: every Prisma operation with its start and end (ms since the epoch), for the upload timelines. */
 const timeline: { name: string; start: number; end: number; background: boolean }[] = [];
@@ -127,10 +129,12 @@ process.on('message', async (message) => {
     for (const key of Object.keys(counters) as (keyof typeof counters)[]) counters[key] = 0;
     operations.clear();
     timeline.length = 0;
+    cpuAtReset = process.cpuUsage();
     await inspector.post('Profiler.start');
     process.send?.({ reset: true });
   } else if (message === 'stop') {
-    const snapshot = { ...counters };
+    const cpu = process.cpuUsage(cpuAtReset);
+    const snapshot = { ...counters, cpuMicros: cpu.user + cpu.system };
     const { profile } = await inspector.post('Profiler.stop');
     writeFileSync(profilePath, JSON.stringify(profile));
     process.send?.({ counters: snapshot, operations: [...operations], timeline });

@@ -45,7 +45,7 @@ interface Ready {
   projectID: string;
   apiKey: string;
 }
-type Counters = Record<'statements' | 'transactions' | 'commits' | 'prismaOperations', number>;
+type Counters = Record<'statements' | 'transactions' | 'commits' | 'prismaOperations' | 'cpuMicros', number>;
 /** A Prisma operation as the server saw it; times in ms since the epoch (performance.timeOrigin based). */
 interface TimedOperation {
   name: string;
@@ -187,6 +187,11 @@ const per = (n: number) => (n / operations).toFixed(scenario === 'ingest' ? 4 : 
 console.log(
   `per ${unit}: ${per(counters.statements)} SQL statements, ${per(counters.transactions)} transactions, ` +
     `${per(counters.commits)} commits, ${per(counters.prismaOperations)} Prisma operations`,
+);
+// CPU time (user + system, the whole server process, profiler included) per operation: unlike the
+// rate, it barely moves when other work shares the machine, so A/B comparisons under load use it.
+console.log(
+  `server CPU per ${unit}: ${((counters.cpuMicros / operations) / 1000).toFixed(scenario === 'ingest' ? 4 : 3)} ms (user + system, profiler on)`,
 );
 console.log('Prisma operations (and driver calls, driver.*) per operation, by model:');
 for (const [name, n] of prismaOps.sort((a, b) => b[1] - a[1]).slice(0, 15))
