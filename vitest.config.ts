@@ -48,9 +48,22 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // Each of the three forks runs its share of the files one after another in one module graph,
+    // instead of a fresh process per file: loading the application (Prisma, the Pothos schema,
+    // graphql, the OpenTelemetry API) for every file was 486 s of the suite's import time, summed
+    // over 99 files, on a 2-core machine where vitest took 680-729 s in all. A file must therefore
+    // leave nothing process-wide behind for the next file in its fork (docs/architecture.md,
+    // "Tests"): OpenTelemetry registrations (test/helpers/spans.ts clears them after the file),
+    // per-file state in a shared helper module (the contract harness keys it by the running file),
+    // spies and stubs (restored below, and vitest restores every mock after each file), servers
+    // and timers (closed in afterAll).
+    isolate: false,
+    restoreMocks: true,
+    unstubEnvs: true,
+    unstubGlobals: true,
     // Most files wait on databases, child processes and sockets rather than the CPU: three forks
     // on a 2-core machine finish the suite in about half the time of vitest's default (cores - 1).
-    // Each file has its own databases and ports, so files never share state.
+    // Each file has its own databases and ports, so files never share stored state.
     maxWorkers: 3,
     sequence: { sequencer: ProcessesFirstSequencer },
     reporters: ['default'],

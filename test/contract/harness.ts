@@ -226,8 +226,24 @@ function validatorFor(document: string, route: string, status: string, schema: u
   return v;
 }
 
-/** (document, route, status) triples checked in this file. */
-const exercised = new Set<string>();
+/**
+ * (document, route, status) triples checked, per test file. Test files share their worker's module
+ * graph (vitest.config.ts, `isolate: false`), so this module is loaded once for several contract
+ * files: keyed by the file that is running, each file's coverage check sees only its own checks.
+ */
+const exercisedByFile = new Map<string, Set<string>>();
+
+/** The triples checked by the test file that is running. */
+function exercisedHere(): Set<string> {
+  const file = expect.getState().testPath;
+  if (!file) throw new Error('the contract harness runs inside a vitest test file only');
+  let set = exercisedByFile.get(file);
+  if (!set) {
+    set = new Set();
+    exercisedByFile.set(file, set);
+  }
+  return set;
+}
 
 /** The documents that describe `route` (`METHOD /path/{param}`). */
 export function documentsOf(route: string): string[] {
@@ -270,7 +286,7 @@ export function conforms(route: string, res: HttpResponse, status: number): any 
       expect(res.headers.get('content-type') ?? '').toMatch(/json/);
     }
     if (status === 204) expect(res.text).toBe('');
-    exercised.add(`${document} ${route} ${status}`);
+    exercisedHere().add(`${document} ${route} ${status}`);
   }
   if (mismatch) {
     expect(
@@ -287,6 +303,7 @@ export function conforms(route: string, res: HttpResponse, status: number): any 
 
 /** The documented routes of `document` that no check of this file reached, minus `pending`. */
 export function uncovered(document: string, pending: Record<string, string> = {}): string[] {
+  const exercised = exercisedHere();
   return routesOf(document).filter(
     (route) => !pending[route] && ![...exercised].some((e) => e.startsWith(`${document} ${route} `)),
   );
@@ -301,6 +318,7 @@ export function uncoveredStatuses(
   pending: Record<string, string> = {},
   unanswered: Record<string, string> = {},
 ): string[] {
+  const exercised = exercisedHere();
   const out: string[] = [];
   for (const [route, statuses] of Object.entries(documents[document]?.routes ?? {})) {
     if (pending[route]) continue;

@@ -1,25 +1,20 @@
 import { SpanKind } from '@opentelemetry/api';
-import {
-  InMemorySpanExporter,
-  NodeTracerProvider,
-  type ReadableSpan,
-  SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-node';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-node';
 import { describe, expect, it } from 'vitest';
 import { databaseLanes } from '../helpers/lanes';
 import { publish, stream, v2StreamPath } from '../helpers/runtime';
+import { useInMemorySpans } from '../helpers/spans';
 import { dataOf } from '../helpers/sse';
 import { useAppWithFakeModel } from './helpers';
 
 /**
  * The agent step's spans follow the OpenTelemetry GenAI semantic conventions: `invoke_agent`,
  * `chat` and `execute_tool` with the gen_ai.* attributes, nested under the turn's step span.
- * Spans are captured in memory (the SDK is process-wide, so this file registers its own provider).
+ * Spans are captured in memory (the SDK is process-wide, so this file registers its own provider while it runs).
  */
 
 const provider = databaseLanes()[0] ?? 'sqlite';
-const exporter = new InMemorySpanExporter();
-new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }).register();
+const exporter = useInMemorySpans();
 
 const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
 

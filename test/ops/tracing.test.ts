@@ -2,30 +2,25 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SpanKind } from '@opentelemetry/api';
-import {
-  InMemorySpanExporter,
-  NodeTracerProvider,
-  type ReadableSpan,
-  SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-node';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ScratchDatabase } from '../../src/db/scratch';
 import { helpedEvaluation } from '../helpers/fixtures';
 import { createTestDatabase, databaseLanes } from '../helpers/lanes';
 import { publish, v2StreamPath } from '../helpers/runtime';
 import { startServeProcess, waitUntilReady } from '../helpers/serve-process';
+import { useInMemorySpans } from '../helpers/spans';
 import { ingestTranscript } from '../transcripts/helpers';
 import { useAppWithFakeModel } from './helpers';
 
 /**
- * Tracing: spans of this process go to an in-memory exporter (registered for this test file's
- * process), so their names, attributes and parents can be checked; and a real `parley serve`
+ * Tracing: spans of this process go to an in-memory exporter (registered while this test file
+ * runs), so their names, attributes and parents can be checked; and a real `parley serve`
  * exports its spans over OTLP/HTTP to a local receiver once OTEL_EXPORTER_OTLP_ENDPOINT is set.
  */
 
 const provider = databaseLanes()[0] ?? 'sqlite';
-const exporter = new InMemorySpanExporter();
-new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }).register();
+const exporter = useInMemorySpans();
 
 const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
 const callerSpanId = '00f067aa0ba902b7';
