@@ -1,9 +1,13 @@
 import type { CompiledStep } from '../runtime/program/compile';
-import { withSpan } from './tracing';
+import { tracingActive, withSpan } from './tracing';
 
 /**
  * Spans of the runtime: one per turn, with one child per step it runs. Kept here so the runtime
  * modules need one call each and no OpenTelemetry import.
+ *
+ * While no SDK is registered these call `run` directly: a no-op span still costs the API's
+ * startActiveSpan, a context switch, an attributes object and two promise hops per step, which on
+ * a five-step turn of in-memory steps is measurable (docs/performance.md, "Turn front").
  */
 
 export function traceTurn<T>(
@@ -11,6 +15,7 @@ export function traceTurn<T>(
   request: { projectId: string; environment: string; action: { type: string } },
   run: () => Promise<T>,
 ): Promise<T> {
+  if (!tracingActive()) return run();
   return withSpan(
     'runtime.turn',
     {
@@ -24,6 +29,7 @@ export function traceTurn<T>(
 }
 
 export function traceStep<T>(entry: CompiledStep, phase: 'run' | 'resume', run: () => Promise<T>): Promise<T> {
+  if (!tracingActive()) return run();
   return withSpan(
     `runtime.step ${entry.type.type}`,
     {

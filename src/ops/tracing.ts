@@ -1,6 +1,7 @@
 import {
   type Attributes,
   context,
+  INVALID_SPAN_CONTEXT,
   ProxyTracerProvider,
   propagation,
   ROOT_CONTEXT,
@@ -37,6 +38,12 @@ export function tracingActive(): boolean {
   return !(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== noopTracerProvider;
 }
 
+/**
+ * The span handed to `withSpan`'s function while tracing is off: it records nothing, as the API's
+ * no-op tracer's spans do, but is made once instead of per call.
+ */
+const nonRecordingSpan = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
 /** Runs `fn` in a new active span; records an exception and error status when it throws. */
 export async function withSpan<T>(
   name: string,
@@ -44,6 +51,8 @@ export async function withSpan<T>(
   fn: (span: Span) => Promise<T>,
   opts: { kind?: SpanKind; root?: boolean } = {},
 ): Promise<T> {
+  // Without an SDK the API would only make a no-op span and run `fn` in an unchanged context.
+  if (!tracingActive()) return fn(nonRecordingSpan);
   const parent = opts.root ? ROOT_CONTEXT : context.active();
   return tracer().startActiveSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes }, parent, async (span) => {
     try {

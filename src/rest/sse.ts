@@ -4,8 +4,9 @@ import type { Response } from 'express';
 /**
  * Server-sent events for the streams of SPEC.md. A framing says how a stream numbers its events,
  * whether it starts with a `retry:` line, and how it closes; the REST adapter feeds it one
- * message per subscription result. Every event is written (and so flushed: nothing buffers or
- * compresses these responses) the moment it is sent.
+ * message per subscription result. Nothing buffers or compresses these responses: the events sent
+ * while the turn's code runs without waiting go out together in one socket write when it next
+ * waits (see `openSseStream`), so an early message always reaches the client before a slow step.
  */
 
 export interface SseMessage {
@@ -60,6 +61,36 @@ export function openSseStream(res: Response, framing: SseFraming, opts: { keepAl
   let ended = false;
   let finished = false;
   let disconnected = false;
+  /** Whether the socket is corked until the current run of synchronous work and microtasks ends. */
+  let corked = false;
+
+  // A turn of in-memory steps produces its events within one pass of the microtask queue, and
+  // each write of its own is a system call (a writev, with no delay on the socket). The first write
+  // of a pass corks the response and uncorks it in a nextTick scheduled from a microtask: Node runs
+  // a tick scheduled there only once the microtask queue is empty (a tick scheduled directly from a
+  // callback would run before that callback's promise continuations). So every event of the pass
+  // leaves in one write, and nothing waits longer than until the turn first waits on I/O or a timer
+  // (a slow step). The headers are the first write: they leave with the first events when those
+  // come in the same pass, else alone.
+  const uncork = () => {
+    // Not when the response ended meanwhile: end() uncorked it, and a keep-alive socket may already
+    // carry the next response, whose own cork this must not undo.
+    if (!corked) return;
+    corked = false;
+    if (!res.destroyed) res.uncork();
+  };
+  const uncorkAfterMicrotasks = () => process.nextTick(uncork);
+  const corkForThisPass = () => {
+    if (corked) return;
+    corked = true;
+    res.cork();
+    queueMicrotask(uncorkAfterMicrotasks);
+  };
+  const write = (text: string) => {
+    if (finished || res.destroyed || res.writableEnded) return;
+    corkForThisPass();
+    res.write(text);
+  };
 
   res.status(200);
   res.setHeader('Content-Type', 'text/event-stream');
@@ -67,12 +98,8 @@ export function openSseStream(res: Response, framing: SseFraming, opts: { keepAl
   res.setHeader('X-Accel-Buffering', 'no');
   res.setHeader('Connection', 'keep-alive');
   res.socket?.setNoDelay(true);
+  corkForThisPass();
   res.flushHeaders();
-
-  const write = (text: string) => {
-    if (finished || res.destroyed || res.writableEnded) return;
-    res.write(text);
-  };
 
   const keepAlive = setInterval(() => write(':\n\n'), opts.keepAliveMs);
   keepAlive.unref();
@@ -85,17 +112,23 @@ export function openSseStream(res: Response, framing: SseFraming, opts: { keepAl
 
   if (framing.retryMs !== undefined) write(`retry: ${framing.retryMs}\n\n`);
 
+  const sequential = framing.ids === 'sequence';
   const stream: SseStream = {
     send(message) {
       if (ended) return;
-      const id = framing.ids === 'sequence' ? String(++sequence) : randomUUID();
-      const data = message.data === undefined ? '' : `data: ${JSON.stringify(message.data)}\n`;
-      write(`event: ${message.event}\nid: ${id}\n${data}\n`);
+      const id = sequential ? ++sequence : randomUUID();
+      write(
+        message.data === undefined
+          ? `event: ${message.event}\nid: ${id}\n\n`
+          : `event: ${message.event}\nid: ${id}\ndata: ${JSON.stringify(message.data)}\n\n`,
+      );
       if (message.event === framing.end.event) ended = true;
     },
     close() {
       if (!ended) stream.send(framing.end);
       clearInterval(keepAlive);
+      // end() uncorks fully: what is corked leaves with the end of the chunked body, in one go.
+      corked = false;
       if (!finished && !res.destroyed) res.end();
       finished = true;
     },

@@ -107,6 +107,23 @@ export function useGraphQLObservability(metrics: Metrics | null): Plugin<Context
     onSubscribe({ args, subscribeFn, setSubscribeFn }) {
       if (!metrics && !tracingActive()) return;
       const { type, rawName, name } = describe(args);
+      if (metrics && !tracingActive()) {
+        // Metrics without spans, as for execute: a timer and a counter, no no-op span and no context switch.
+        setSubscribeFn(async (subArgs) => {
+          const started = performance.now();
+          try {
+            const result = await subscribeFn(subArgs);
+            metrics.graphqlOperations.inc({ operation_name: name, operation_type: type, outcome: outcomeOf(result) });
+            return result;
+          } finally {
+            metrics.graphqlDuration.observe(
+              { operation_name: name, operation_type: type },
+              (performance.now() - started) / 1000,
+            );
+          }
+        });
+        return;
+      }
       setSubscribeFn(async (subArgs) => {
         // The span covers the start of the subscription (auth, validation, the first await);
         // its results stream afterwards under their own spans (a runtime turn, its steps).
