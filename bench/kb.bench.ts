@@ -269,7 +269,7 @@ async function measure(ctx: BenchContext, provider: Provider): Promise<void> {
       // The same search in process (no HTTP, no GraphQL): the SQL the endpoint runs.
       const filter = c.filter
         ? compileMetadataFilter(parseMetadataFilter(c.filter), db.provider, metadataColumn)
-        : Prisma.sql`TRUE`;
+        : null;
       let sqlResult: RetrievedChunk[] = [];
       const inSql = await timeIt(
         async () => {

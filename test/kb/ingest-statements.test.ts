@@ -116,10 +116,10 @@ describeEachDatabase('knowledge-base ingestion statements', (provider) => {
       expect(hits.map((h) => Number(h.rowid))).toEqual(seqs);
       return;
     }
-    // PostgreSQL: one index row per chunk, holding exactly the tsvector of its content, written by
-    // the statement trigger (one INSERT … SELECT per chunk INSERT, not a call per row).
+    // PostgreSQL: one index row per chunk, holding exactly the tsvector of its content and its
+    // project, written by the statement trigger (one INSERT … SELECT per chunk INSERT, not a call per row).
     const indexed = await prisma.$queryRawUnsafe<{ seq: number; same: boolean }[]>(
-      `SELECT s."seq", s."tsv" = to_tsvector('english', c."content") AS same
+      `SELECT s."seq", s."tsv" = to_tsvector('english', c."content") AND s."projectId" = c."projectId" AS same
        FROM "kb_chunk_search" s JOIN "KbChunk" c ON c."seq" = s."seq"
        WHERE c."projectId" = $1 ORDER BY s."seq"`,
       p.projectID,
