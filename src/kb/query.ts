@@ -156,8 +156,14 @@ export async function* streamKnowledgeBaseAnswer(
         deps.logger?.warn({ err }, 'knowledge-base query: embedding the question failed; using full-text ranking only');
       }
     }
-    // Tags restrict which documents' chunks are searched: one more condition beside the metadata filter.
-    const filter = Prisma.sql`(${compileMetadataFilter(request.filter, deps.db.provider, metadataColumn)}) AND ${compileTagFilter(request.tags, documentIdColumn)}`;
+    // Tags restrict which documents' chunks are searched: one more condition beside the metadata
+    // filter. A query with neither searches with no condition at all (filter null), which
+    // PostgreSQL ranks without reading the chunks it does not return (src/kb/search.ts).
+    const conditions: Prisma.Sql[] = [];
+    if (!(request.filter.kind === 'and' && request.filter.filters.length === 0))
+      conditions.push(Prisma.sql`(${compileMetadataFilter(request.filter, deps.db.provider, metadataColumn)})`);
+    if (request.tags) conditions.push(Prisma.sql`(${compileTagFilter(request.tags, documentIdColumn)})`);
+    const filter = conditions.length ? Prisma.join(conditions, ' AND ') : null;
     const retrieved = await searchChunks(deps.db, {
       projectId: request.projectId,
       question: request.question,

@@ -97,4 +97,45 @@ describeEachDatabase('knowledge-base ingestion statements', (provider) => {
     }
     expect(chunks[0]!.content.startsWith('osprey paragraph 0')).toBe(true);
   });
+
+  it('indexes every inserted chunk for full-text search, and a changed content again', async () => {
+    const p = await t.app.createProject();
+    await ingest(p, 'index.txt', paragraphs(30, 'kestrel'));
+    const { prisma } = t.app.services.db;
+    const chunks = await prisma.kbChunk.findMany({
+      where: { document: { projectId: p.projectID } },
+      select: { seq: true },
+      orderBy: { seq: 'asc' },
+    });
+    expect(chunks.length).toBeGreaterThan(10);
+    const seqs = chunks.map((c) => c.seq);
+    if (provider === 'sqlite') {
+      const hits = await prisma.$queryRawUnsafe<{ rowid: bigint }[]>(
+        `SELECT rowid FROM "kb_chunk_fts" WHERE "kb_chunk_fts" MATCH 'kestrel' ORDER BY rowid`,
+      );
+      expect(hits.map((h) => Number(h.rowid))).toEqual(seqs);
+      return;
+    }
+    // PostgreSQL: one index row per chunk, holding exactly the tsvector of its content and its
+    // project, written by the statement trigger (one INSERT … SELECT per chunk INSERT, not a call per row).
+    const indexed = await prisma.$queryRawUnsafe<{ seq: number; same: boolean }[]>(
+      `SELECT s."seq", s."tsv" = to_tsvector('english', c."content") AND s."projectId" = c."projectId" AS same
+       FROM "kb_chunk_search" s JOIN "KbChunk" c ON c."seq" = s."seq"
+       WHERE c."projectId" = $1 ORDER BY s."seq"`,
+      p.projectID,
+    );
+    expect(indexed.map((r) => r.seq)).toEqual(seqs);
+    expect(indexed.every((r) => r.same)).toBe(true);
+    const [trigger] = await prisma.$queryRawUnsafe<{ perRow: boolean }[]>(
+      `SELECT ("tgtype" & 1) = 1 AS "perRow" FROM pg_trigger
+       WHERE "tgrelid" = '"KbChunk"'::regclass AND "tgname" = 'kb_chunk_search_insert'`,
+    );
+    expect(trigger).toEqual({ perRow: false });
+    // Nothing in Parley rewrites a chunk's content, but the index must follow if anything does.
+    await prisma.$executeRawUnsafe(`UPDATE "KbChunk" SET "content" = 'a merlin' WHERE "seq" = $1`, seqs[0]);
+    const found = await prisma.$queryRawUnsafe<{ seq: number }[]>(
+      `SELECT "seq" FROM "kb_chunk_search" WHERE "tsv" @@ to_tsquery('english', 'merlin')`,
+    );
+    expect(found.map((r) => r.seq)).toEqual([seqs[0]]);
+  });
 });

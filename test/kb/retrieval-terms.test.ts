@@ -133,4 +133,71 @@ describeEachDatabase('retrieval with common terms', (provider) => {
     });
     expect(plan.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/Bitmap Index Scan on "KbChunk_metadata_gin_idx"/);
   });
+
+  it('ranks the same with no filter as with an always-true one, and only within the project', async () => {
+    // Another project whose chunks hold the same words, shorter (so they would rank first).
+    const other = await createProject(
+      { db, pubsub: createAppPubSub().pubsub },
+      { name: 'terms-other', workspaceId: null, actor: 'cli', key: {} },
+    );
+    const documentId = newId();
+    await db.prisma.kbDocument.create({
+      data: {
+        id: documentId,
+        projectId: other.project.id,
+        kind: 'table',
+        type: 'table',
+        name: 'other',
+        metadata: {},
+        status: 'SUCCESS',
+      },
+    });
+    await db.prisma.kbChunk.createMany({
+      data: Array.from({ length: 20 }, (_, i) => ({
+        id: `other-${i}`,
+        documentId,
+        projectId: other.project.id,
+        position: i,
+        content: 'shipping policy refund',
+        tokens: 3,
+        metadata: {},
+      })),
+    });
+    const cases: [string, number][] = [
+      ['shipping policy', 1_000],
+      ['shipping policy', 7],
+      ['refund policy', 10],
+      ['xylophone policy', 5],
+    ];
+    for (const [question, limit] of cases) {
+      const plain = await searchChunks(db, { projectId, question, limit, filter: null });
+      expect(plain).toEqual(await search(question, limit));
+      expect(plain.length).toBeGreaterThan(0);
+      for (const chunk of plain) expect(chunk.chunkId).toMatch(/^chunk-/);
+    }
+    if (provider !== 'postgresql') return;
+    // PostgreSQL ranks in the index table and reads only the chunks it returns.
+    const sql = fullTextSql(db.provider, {
+      projectId,
+      terms: ['policy', 'shipping'],
+      mode: 'all',
+      filter: null,
+      limit: 7,
+    });
+    const [row] = await db.prisma.$transaction(async (tx) => {
+      await tx.$executeRawUnsafe('SET LOCAL enable_seqscan = off');
+      return tx.$queryRaw<{ 'QUERY PLAN': unknown }[]>(Prisma.sql`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`);
+    });
+    type PlanNode = { 'Relation Name'?: string; 'Actual Rows': number; 'Actual Loops': number; Plans?: PlanNode[] };
+    const nodes: PlanNode[] = [];
+    const walk = (node: PlanNode) => {
+      nodes.push(node);
+      for (const child of node.Plans ?? []) walk(child);
+    };
+    const explained = row?.['QUERY PLAN'] as { Plan: PlanNode }[] | undefined;
+    walk(explained![0]!.Plan);
+    const chunkReads = nodes.filter((n) => n['Relation Name'] === 'KbChunk');
+    expect(chunkReads.length).toBeGreaterThan(0);
+    for (const n of chunkReads) expect(n['Actual Rows'] * n['Actual Loops']).toBeLessThanOrEqual(7);
+  });
 });
