@@ -18,6 +18,7 @@ import type { SqlDriverAdapter, Transaction } from '@prisma/driver-adapter-utils
 import { loadChunks } from '../bench/kb.bench';
 import { defaultBenchContext, startBenchServer } from '../bench/lib';
 import { fiveSteps } from '../bench/runtime.bench';
+import { postgresDriver, seed, sqliteDriver } from '../bench/transcripts.bench';
 import { createApiKey } from '../src/admin/service';
 import { createDb } from '../src/db/client';
 import type { Provider } from '../src/db/schema-source';
@@ -107,6 +108,12 @@ if (scenario === 'turn') {
   const db = await createDb(server.database.url);
   await loadChunks(db, server.project.projectID, Number(process.env.PROFILE_CHUNKS ?? 20_000));
   await db.close();
+} else if (scenario === 'search') {
+  // The transcript benchmark's data set (ten logs, one property value per transcript, a result on
+  // every fourth), written straight through the driver as the benchmark does.
+  const driver = provider === 'sqlite' ? sqliteDriver(server.database.url) : postgresDriver(server.database.url);
+  await seed(server, driver, Number(process.env.PROFILE_TRANSCRIPTS ?? 5_000));
+  await driver.close();
 }
 
 let apiKey = server.project.apiKey;

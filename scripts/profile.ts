@@ -1,5 +1,5 @@
 /**
- * npm run profile -- <turn|graphql|ingest|kb-query|kb-ingest> [--provider sqlite|postgresql] [--seconds N]
+ * npm run profile -- <turn|graphql|ingest|kb-query|kb-ingest|search> [--provider sqlite|postgresql] [--seconds N]
  *
  * Where the time of one kind of operation goes (docs/performance.md). Starts a Parley server in a
  * child process (scripts/profile-server.ts), warms it up, drives the scenario's load for N seconds
@@ -21,7 +21,7 @@ import { ingestionTexts } from '../bench/kb.bench';
 import { batch, post, random } from '../bench/usage.bench';
 import { chunkText } from '../src/kb/chunk';
 
-const scenarios = ['turn', 'graphql', 'ingest', 'kb-query', 'kb-ingest'] as const;
+const scenarios = ['turn', 'graphql', 'ingest', 'kb-query', 'kb-ingest', 'search'] as const;
 type Scenario = (typeof scenarios)[number];
 
 const args = process.argv.slice(2);
@@ -144,11 +144,18 @@ async function drive(durationSeconds: number, tag: string): Promise<number> {
             url: `${server.url}/graphql`,
             body: JSON.stringify({ query: '{ viewer { kind projectID } }' }),
           }
-        : {
-            method: 'POST' as const,
-            url: `${server.url}/v1/knowledge-base/query`,
-            body: JSON.stringify({ question: 'policy refund shipping', synthesis: false, chunkLimit: 10 }),
-          };
+        : scenario === 'search'
+          ? {
+              // The benchmark's "newest 25": the REST transcript search with no criteria.
+              method: 'POST' as const,
+              url: `${server.url}/v1/transcript/project/${server.projectID}`,
+              body: undefined,
+            }
+          : {
+              method: 'POST' as const,
+              url: `${server.url}/v1/knowledge-base/query`,
+              body: JSON.stringify({ question: 'policy refund shipping', synthesis: false, chunkLimit: 10 }),
+            };
   const result = await autocannon({
     url: request.url,
     method: request.method,
@@ -191,7 +198,7 @@ console.log(
 // CPU time (user + system, the whole server process, profiler included) per operation: unlike the
 // rate, it barely moves when other work shares the machine, so A/B comparisons under load use it.
 console.log(
-  `server CPU per ${unit}: ${((counters.cpuMicros / operations) / 1000).toFixed(scenario === 'ingest' ? 4 : 3)} ms (user + system, profiler on)`,
+  `server CPU per ${unit}: ${(counters.cpuMicros / operations / 1000).toFixed(scenario === 'ingest' ? 4 : 3)} ms (user + system, profiler on)`,
 );
 console.log('Prisma operations (and driver calls, driver.*) per operation, by model:');
 for (const [name, n] of prismaOps.sort((a, b) => b[1] - a[1]).slice(0, 15))

@@ -70,33 +70,29 @@ export const TranscriptEvaluationType = builder.prismaObject('Evaluation', {
 export const TranscriptEvaluationResultType = builder.prismaObject('EvaluationResult', {
   name: 'TranscriptEvaluationResult',
   description: "An evaluation's result on a transcript, with the evaluation's name and type.",
+  // What the result shows of its evaluation comes with every result (a join on the evaluation's
+  // key), so those fields read it as plain resolvers: as per-field selections each was wrapped by
+  // plugin-prisma, which looked up its loader mapping on every row (five lookups per result).
+  include: {
+    evaluation: {
+      select: { name: true, description: true, type: true, minimumValue: true, maximumValue: true },
+    },
+  },
   fields: (t) => ({
     id: t.exposeID('evaluationId', { description: "The evaluation's ID." }),
     evaluationID: t.exposeID('evaluationId'),
     transcriptID: t.exposeID('transcriptId'),
-    name: t.string({ select: { evaluation: { select: { name: true } } }, resolve: (r) => r.evaluation.name }),
-    description: t.string({
-      nullable: true,
-      select: { evaluation: { select: { description: true } } },
-      resolve: (r) => r.evaluation.description,
-    }),
+    name: t.string({ resolve: (r) => r.evaluation.name }),
+    description: t.string({ nullable: true, resolve: (r) => r.evaluation.description }),
     default: t.boolean({ resolve: () => false }),
-    type: t.string({ select: { evaluation: { select: { type: true } } }, resolve: (r) => r.evaluation.type }),
-    minimumValue: t.int({
-      nullable: true,
-      select: { evaluation: { select: { minimumValue: true } } },
-      resolve: (r) => r.evaluation.minimumValue,
-    }),
-    maximumValue: t.int({
-      nullable: true,
-      select: { evaluation: { select: { maximumValue: true } } },
-      resolve: (r) => r.evaluation.maximumValue,
-    }),
+    type: t.string({ resolve: (r) => r.evaluation.type }),
+    minimumValue: t.int({ nullable: true, resolve: (r) => r.evaluation.minimumValue }),
+    maximumValue: t.int({ nullable: true, resolve: (r) => r.evaluation.maximumValue }),
+    // Scalars: every row carries them (the type's rows are loaded with all their columns).
     value: t.field({
       type: 'JSON',
       nullable: true,
       description: 'A boolean, number or string by the evaluation type; null unless status is done.',
-      select: { valueBoolean: true, valueNumber: true, valueString: true },
       resolve: (r) => r.valueBoolean ?? r.valueNumber ?? r.valueString ?? null,
     }),
     reason: t.exposeString('reason', { nullable: true }),
