@@ -25,6 +25,7 @@ import type { AnyStepType } from './runtime/steps/step-type';
 import { createTurnRecordJobHandler, TURN_RECORD_QUEUE } from './runtime/turn-outbox';
 import { combineTurnRecorders, createLoggingTurnRecorder, type TurnRecorder } from './runtime/turn-record';
 import { registerTranscriptJobs, transcriptRecurringJobs } from './transcripts/jobs';
+import { createRedactorCache, type RedactorCache } from './transcripts/redactor-cache';
 import { isSessionTranscriptEnded, retentionMsOf } from './transcripts/service';
 import { createTranscriptTurnRecorder } from './transcripts/transcript-turn-recorder';
 
@@ -51,6 +52,8 @@ export interface AppServices {
   runtime: Runtime;
   /** Metrics, rate limits and open streams (src/ops, docs/operations.md). */
   ops: Ops;
+  /** The projects' transcript redactors, kept in memory (src/transcripts/redactor-cache.ts). */
+  redactors: RedactorCache;
   /** Closes what was opened, in reverse order. */
   close(): Promise<void>;
 }
@@ -67,6 +70,12 @@ export interface CreateServicesOptions {
   /** Step types beyond the built-in ones. */
   extraStepTypes?: readonly AnyStepType[];
 }
+
+/**
+ * How long a cached redactor is trusted without hearing of a change: the most an instance that
+ * missed an announcement (Redis down) redacts with a project's old patterns.
+ */
+const redactorCacheTtlMs = 5000;
 
 export async function createServices(config: Config, opts: CreateServicesOptions = {}): Promise<AppServices> {
   const logger = opts.logger ?? createLogger(config.LOG_LEVEL);
@@ -128,6 +137,12 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     maxRedirects: config.RUNTIME_API_MAX_REDIRECTS,
   });
   const kbQueryDeps = { db, llm, pubsub, logger: logger.child({ component: 'kb' }) };
+  // Read once per project, not once per turn; dropped when the patterns change (on any instance).
+  const redactors = createRedactorCache(pubsub, {
+    ttlMs: redactorCacheTtlMs,
+    logger,
+    phoneRegions: config.TRANSCRIPT_PHONE_REGIONS,
+  });
   // Each turn goes to its session's transcript, to the usage analytics, and to a log line.
   const defaultRecorder = combineTurnRecorders(
     [
@@ -137,6 +152,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
         pubsub,
         retentionMs: retentionMsOf(config),
         phoneRegions: config.TRANSCRIPT_PHONE_REGIONS,
+        redactors,
       }),
       createUsageTurnRecorder({ db, pubsub }),
     ],
@@ -275,8 +291,10 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     llm,
     runtime,
     ops,
+    redactors,
     async close() {
       await runtime.close();
+      redactors.close();
       await mcpPool.close();
       await outboundFetch.close();
       await jobs.stop({ graceMs: config.SHUTDOWN_GRACE_MS });

@@ -89,10 +89,22 @@ export interface SqliteDriver {
   exclusive<T>(label: string, fn: (sql: SqliteStatements) => T, opts?: { transaction?: boolean }): Promise<T>;
 }
 
+/** The statements of one PostgreSQL driver transaction, all on its one pooled connection. */
+export interface PostgresStatements {
+  query<R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<pg.QueryResult<R>>;
+}
+
 export interface PostgresDriver {
   provider: 'postgresql';
   /** One statement on a pooled connection (committed on its own). */
   query<R extends pg.QueryResultRow>(label: string, sql: string, params: unknown[]): Promise<pg.QueryResult<R>>;
+  /**
+   * Runs `fn` in one transaction on a connection taken from the pool for it alone: BEGIN, `fn`'s
+   * statements, then COMMIT when `fn` resolves, or ROLLBACK when it rejects (and the rejection
+   * goes on to the caller). Statements made after `fn` settled are refused, so nothing can run
+   * outside the transaction on a connection that went back to the pool.
+   */
+  transaction<T>(label: string, fn: (sql: PostgresStatements) => Promise<T>): Promise<T>;
 }
 
 export interface Db {
@@ -263,16 +275,7 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
   } else {
     const pool = pgPool as pg.Pool | null;
     if (!pool) throw new Error('the PostgreSQL adapter did not make its pool');
-    driver = {
-      provider: 'postgresql',
-      async query(label, sql, params) {
-        try {
-          return await pool.query(sql, params);
-        } finally {
-          report(label, 1, 0);
-        }
-      },
-    };
+    driver = postgresDriver(pool, report);
   }
 
   return {
@@ -432,6 +435,67 @@ function sqliteDriver(
         return result;
       } finally {
         release();
+        report(label, statements, committed);
+      }
+    },
+  };
+}
+
+/** The PostgreSQL driver access (see PostgresDriver), on the pool Prisma's adapter made. */
+function postgresDriver(
+  pool: pg.Pool,
+  report: (label: string, statements: number, commits: number) => void,
+): PostgresDriver {
+  return {
+    provider: 'postgresql',
+    async query(label, sql, params) {
+      try {
+        return await pool.query(sql, params);
+      } finally {
+        report(label, 1, 0);
+      }
+    },
+    async transaction<T>(label: string, fn: (sql: PostgresStatements) => Promise<T>): Promise<T> {
+      const client = await pool.connect();
+      // Only `fn`'s statements are counted, as on SQLite; BEGIN … COMMIT is the one commit.
+      let statements = 0;
+      let committed = 0;
+      let open = false;
+      /** The transaction ended by COMMIT or ROLLBACK: the connection can go back to the pool. */
+      let ended = false;
+      const sql: PostgresStatements = {
+        query: <R extends pg.QueryResultRow>(text: string, params: unknown[]) => {
+          if (!open) return Promise.reject(new Error(`a statement of "${label}" came outside its transaction`));
+          statements++;
+          return client.query<R>(text, params);
+        },
+      };
+      try {
+        await client.query('BEGIN');
+        open = true;
+        let result: T;
+        try {
+          result = await fn(sql);
+        } catch (err) {
+          open = false;
+          await client.query('ROLLBACK').then(
+            () => {
+              ended = true;
+            },
+            () => {},
+          );
+          throw err;
+        }
+        open = false;
+        await client.query('COMMIT');
+        ended = true;
+        committed = 1;
+        return result;
+      } finally {
+        open = false;
+        // A connection whose BEGIN, COMMIT or ROLLBACK failed may still be inside a transaction:
+        // destroyed rather than handed to the next caller.
+        client.release(!ended);
         report(label, statements, committed);
       }
     },

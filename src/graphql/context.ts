@@ -10,6 +10,7 @@ import type { SecretBox } from '../lib/secret-box';
 import type { LlmProvider } from '../llm/types';
 import type { Metrics } from '../ops/prometheus';
 import type { Runtime } from '../runtime/service';
+import type { RedactorCache } from '../transcripts/redactor-cache';
 
 /**
  * What resolvers reach through `ctx.services`: the instance's long-lived parts that the schema
@@ -28,6 +29,8 @@ export interface GraphQLServices {
   ops: { metrics: Metrics | null };
   /** Seals integration header values at rest (INTEGRATION_SECRETS_KEY); null without a key. */
   integrationSecrets: SecretBox | null;
+  /** The projects' transcript redactors kept in memory; absent: each write reads the patterns. */
+  redactors?: RedactorCache;
 }
 
 /**

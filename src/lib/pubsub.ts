@@ -64,6 +64,8 @@ export type Topics = {
   kbDocument: [documentId: string, event: KbDocumentEventPayload];
   /** An environment now runs another agent version (publish, deploy): runtimes drop what they cached of it. */
   agentDeployed: [event: { projectId: string; environmentId: string }];
+  /** A project's redaction patterns were replaced: instances drop the redactor they cached of it. */
+  redactionPatternsChanged: [event: { projectId: string }];
 };
 
 export type AppPubSub = PubSub<Topics>;

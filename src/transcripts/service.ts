@@ -8,7 +8,8 @@ import { notifyEnqueued } from '../jobs/queue';
 import { AppError, conflict, notFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { AppPubSub } from '../lib/pubsub';
-import { compileRedactionPatterns, createRedactor, type Redactor } from './redaction';
+import { compileRedactionPatterns, type Redactor } from './redaction';
+import { type RedactorCache, readRedactor } from './redactor-cache';
 import type { LogInput } from './validation';
 
 /**
@@ -25,6 +26,11 @@ export interface TranscriptDeps {
   retentionMs: number;
   /** Regions whose national phone formats redaction reads (TRANSCRIPT_PHONE_REGIONS); default DEFAULT_PHONE_REGIONS. */
   phoneRegions?: readonly CountryCode[];
+  /**
+   * The projects' redactors kept in memory (src/transcripts/redactor-cache.ts, built with the same
+   * `phoneRegions`); absent: each write reads the project's patterns.
+   */
+  redactors?: RedactorCache;
 }
 
 /** TRANSCRIPT_UNREDACTED_RETENTION_DAYS in milliseconds. */
@@ -87,18 +93,22 @@ export async function isSessionTranscriptEnded(
   return row?.endedAt != null;
 }
 
-/** The project's redactor: built-in detectors plus its own patterns. */
+/** The project's redactor: built-in detectors plus its own patterns, read now. */
 export async function loadRedactor(
   tx: PrismaTx,
   projectId: string,
   phoneRegions?: readonly CountryCode[],
 ): Promise<Redactor> {
-  const rows = await tx.transcriptRedactionPattern.findMany({
-    where: { projectId },
-    orderBy: { createdAt: 'asc' },
-    select: { pattern: true },
-  });
-  return createRedactor(compileRedactionPatterns(rows.map((r) => r.pattern)), phoneRegions);
+  return readRedactor(tx, projectId, phoneRegions);
+}
+
+/** The project's redactor: from `deps.redactors` when there is one, else read through `tx`. */
+export function redactorOf(
+  deps: Pick<TranscriptDeps, 'redactors' | 'phoneRegions'>,
+  tx: PrismaTx,
+  projectId: string,
+): Promise<Redactor> {
+  return deps.redactors ? deps.redactors.get(tx, projectId) : loadRedactor(tx, projectId, deps.phoneRegions);
 }
 
 export interface AppendedLogs {
@@ -298,7 +308,7 @@ async function appendSessionLogs(
     transcriptId: transcript.id,
     projectId: input.projectId,
     logs: input.logs,
-    redactor,
+    redactor: redactor ?? (input.logs.length ? await redactorOf(deps, tx, input.projectId) : undefined),
     retentionMs: deps.retentionMs,
     phoneRegions: deps.phoneRegions,
   });
@@ -341,10 +351,12 @@ export async function createTranscript(
         },
         select: { id: true },
       });
+      const logs = input.logs ?? [];
       const appendedLogs = await appendLogs(tx, {
         transcriptId: transcript.id,
         projectId: input.projectId,
-        logs: input.logs ?? [],
+        logs,
+        redactor: logs.length ? await redactorOf(deps, tx, input.projectId) : undefined,
         retentionMs: deps.retentionMs,
         phoneRegions: deps.phoneRegions,
       });
@@ -379,11 +391,12 @@ export async function appendTranscriptLogs(
   deps: TranscriptDeps,
   input: { projectId: string; transcriptId: string; logs: readonly LogInput[] },
 ): Promise<AppendedLogs> {
-  const appended = await deps.db.prisma.$transaction((tx) =>
+  const appended = await deps.db.prisma.$transaction(async (tx) =>
     appendLogs(tx, {
       transcriptId: input.transcriptId,
       projectId: input.projectId,
       logs: input.logs,
+      redactor: input.logs.length ? await redactorOf(deps, tx, input.projectId) : undefined,
       retentionMs: deps.retentionMs,
       phoneRegions: deps.phoneRegions,
     }),
@@ -504,10 +517,17 @@ export async function purgeExpiredOriginals(db: Db, now: Date = new Date()): Pro
   return count;
 }
 
-/** Replaces a project's redaction patterns (checked first: a bad one changes nothing). */
-export async function setRedactionPatterns(db: Db, input: { projectId: string; patterns: readonly string[] }) {
+/**
+ * Replaces a project's redaction patterns (checked first: a bad one changes nothing). Once they
+ * are committed, this instance's cached redactor of the project is dropped before the call
+ * returns, and the change is announced so other instances drop theirs (src/transcripts/redactor-cache.ts).
+ */
+export async function setRedactionPatterns(
+  deps: Pick<TranscriptDeps, 'db' | 'pubsub' | 'redactors'>,
+  input: { projectId: string; patterns: readonly string[] },
+) {
   compileRedactionPatterns(input.patterns);
-  await db.prisma.$transaction(async (tx) => {
+  await deps.db.prisma.$transaction(async (tx) => {
     await tx.transcriptRedactionPattern.deleteMany({ where: { projectId: input.projectId } });
     const base = Date.now();
     await tx.transcriptRedactionPattern.createMany({
@@ -520,4 +540,6 @@ export async function setRedactionPatterns(db: Db, input: { projectId: string; p
       })),
     });
   });
+  deps.redactors?.forget(input.projectId);
+  deps.pubsub.publish('redactionPatternsChanged', { projectId: input.projectId });
 }

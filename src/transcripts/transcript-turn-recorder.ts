@@ -1,11 +1,11 @@
 import type { TurnRecord, TurnRecorder } from '../runtime/turn-record';
 import type { Redactor } from './redaction';
 import {
-  loadRedactor,
   publishRecordedSessionLogs,
   type RecordedSessionLogs,
   recordSessionLogs,
   recordSessionLogsInTx,
+  redactorOf,
   type SessionKey,
   type TranscriptDeps,
 } from './service';
@@ -56,14 +56,15 @@ export function createTranscriptTurnRecorder(deps: TranscriptDeps): TurnRecorder
     },
 
     async recordBatch(tx, turns) {
-      // Many turns of one project share its redaction patterns: read them once per batch.
+      // Many turns of one project share its redactor: looked up once per batch (from the cache
+      // of deps.redactors when there is one, so usually no read at all).
       const redactors = new Map<string, Redactor>();
       const written: RecordedSessionLogs[] = [];
       for (const turn of turns) {
         if (!turn.sessionID) continue;
         let redactor = redactors.get(turn.projectID);
         if (!redactor) {
-          redactor = await loadRedactor(tx, turn.projectID, deps.phoneRegions);
+          redactor = await redactorOf(deps, tx, turn.projectID);
           redactors.set(turn.projectID, redactor);
         }
         const w = await recordSessionLogsInTx(deps, tx, sessionLogsOf(turn), redactor);

@@ -62,6 +62,7 @@ export const transcriptDeps = (ctx: Context): TranscriptDeps => ({
   pubsub: ctx.services.pubsub,
   retentionMs: retentionMsOf(ctx.services.config),
   phoneRegions: ctx.services.config.TRANSCRIPT_PHONE_REGIONS,
+  redactors: ctx.services.redactors,
 });
 
 // ── Logs (batched per request) ──────────────────────────────────────────────────────────────────
@@ -666,7 +667,7 @@ builder.mutationFields((t) => ({
     },
     resolve: async (_root, args, ctx) => {
       const project = await requireProject(ctx, String(args.projectID));
-      await setRedactionPatterns(ctx.services.db, { projectId: project.id, patterns: args.patterns });
+      await setRedactionPatterns(transcriptDeps(ctx), { projectId: project.id, patterns: args.patterns });
       return args.patterns;
     },
   }),

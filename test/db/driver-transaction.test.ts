@@ -1,0 +1,149 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createDb, type Db, type DriverEvent } from '../../src/db/client';
+import type { ScratchDatabase } from '../../src/db/scratch';
+import { newId } from '../../src/lib/ids';
+import { createTestDatabase, describeEachDatabase } from '../helpers/lanes';
+
+/**
+ * A driver transaction (SqliteDriver.exclusive with `transaction`, PostgresDriver.transaction)
+ * commits all of its statements or none: the usage writer relies on it to keep the counters and
+ * the events they count together.
+ */
+describeEachDatabase('driver transactions', (provider) => {
+  let database: ScratchDatabase;
+  let db: Db;
+
+  beforeAll(async () => {
+    database = await createTestDatabase(provider);
+    db = await createDb(database.url);
+  });
+  afterAll(async () => {
+    await db?.close();
+    await database?.drop();
+  });
+
+  /** Inserts a workspace per ID in one driver transaction, then runs `after` inside it (which may throw). */
+  async function insertInTransaction(ids: readonly string[], after: () => void): Promise<void> {
+    const driver = db.driver;
+    const now = new Date().toISOString();
+    if (driver.provider === 'sqlite') {
+      await driver.exclusive(
+        'test.insert',
+        (sql) => {
+          for (const id of ids) {
+            sql.run(
+              'INSERT INTO "Workspace" ("id", "name", "createdAt", "updatedAt") VALUES (?, ?, ?, ?)',
+              id,
+              'w',
+              now,
+              now,
+            );
+          }
+          after();
+        },
+        { transaction: true },
+      );
+      return;
+    }
+    await driver.transaction('test.insert', async (sql) => {
+      for (const id of ids) {
+        await sql.query(
+          'INSERT INTO "Workspace" ("id", "name", "createdAt", "updatedAt") VALUES ($1, $2, $3::timestamp(3), $3::timestamp(3))',
+          [id, 'w', now],
+        );
+      }
+      after();
+    });
+  }
+
+  const countOf = (ids: readonly string[]) => db.prisma.workspace.count({ where: { id: { in: [...ids] } } });
+
+  it('commits every statement together, reported as one commit', async () => {
+    const events: DriverEvent[] = [];
+    const listener = (e: DriverEvent) => events.push(e);
+    db.driverListeners.add(listener);
+    try {
+      const ids = [newId(), newId(), newId()];
+      await insertInTransaction(ids, () => {});
+      expect(await countOf(ids)).toBe(3);
+      expect(events).toEqual([{ label: 'test.insert', statements: 3, commits: 1 }]);
+    } finally {
+      db.driverListeners.delete(listener);
+    }
+  });
+
+  it('rolls every statement back when the transaction fails, and passes the error on', async () => {
+    const events: DriverEvent[] = [];
+    const listener = (e: DriverEvent) => events.push(e);
+    db.driverListeners.add(listener);
+    const ids = [newId(), newId()];
+    try {
+      await expect(
+        insertInTransaction(ids, () => {
+          throw new Error('fail after the inserts');
+        }),
+      ).rejects.toThrow('fail after the inserts');
+    } finally {
+      db.driverListeners.delete(listener);
+    }
+    expect(await countOf(ids)).toBe(0);
+    expect(events).toEqual([{ label: 'test.insert', statements: 2, commits: 0 }]);
+  });
+
+  it('rolls back when a statement fails (a duplicate key), and the connection stays usable', async () => {
+    const first = newId();
+    const other = newId();
+    await insertInTransaction([first], () => {});
+    await expect(insertInTransaction([other, first], () => {})).rejects.toThrow();
+    expect(await countOf([other])).toBe(0);
+    // The connection (SQLite's one, or the pooled one PostgreSQL used) is out of its transaction.
+    const again = newId();
+    await insertInTransaction([again], () => {});
+    expect(await countOf([again])).toBe(1);
+  });
+
+  it.runIf(provider === 'postgresql')('refuses a statement made after the transaction ended', async () => {
+    const driver = db.driver;
+    if (driver.provider !== 'postgresql') return;
+    let leaked: Parameters<Parameters<typeof driver.transaction>[1]>[0] | undefined;
+    await driver.transaction('test.leak', async (sql) => {
+      leaked = sql;
+    });
+    await expect(leaked?.query('SELECT 1', [])).rejects.toThrow(/outside its transaction/);
+  });
+
+  it.runIf(provider === 'postgresql')('isolates concurrent transactions on separate connections', async () => {
+    const driver = db.driver;
+    if (driver.provider !== 'postgresql') return;
+    const id = newId();
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let inserted!: () => void;
+    const insertedInside = new Promise<void>((r) => {
+      inserted = r;
+    });
+    const now = new Date().toISOString();
+    const tx = driver.transaction('test.open', async (sql) => {
+      await sql.query(
+        'INSERT INTO "Workspace" ("id", "name", "createdAt", "updatedAt") VALUES ($1, $2, $3::timestamp(3), $3::timestamp(3))',
+        [id, 'open', now],
+      );
+      inserted();
+      await held;
+      throw new Error('roll back');
+    });
+    await insertedInside;
+    // Outside the open transaction its row is not visible.
+    const seen = await driver.query<{ n: string }>(
+      'test.read',
+      'SELECT count(*) AS n FROM "Workspace" WHERE "id" = $1',
+      [id],
+    );
+    expect(Number(seen.rows[0]?.n)).toBe(0);
+    release();
+    await expect(tx).rejects.toThrow('roll back');
+    expect(await countOf([id])).toBe(0);
+  });
+});
