@@ -191,7 +191,7 @@ console.log(
 // CPU time (user + system, the whole server process, profiler included) per operation: unlike the
 // rate, it barely moves when other work shares the machine, so A/B comparisons under load use it.
 console.log(
-  `server CPU per ${unit}: ${((counters.cpuMicros / operations) / 1000).toFixed(scenario === 'ingest' ? 4 : 3)} ms (user + system, profiler on)`,
+  `server CPU per ${unit}: ${(counters.cpuMicros / operations / 1000).toFixed(scenario === 'ingest' ? 4 : 3)} ms (user + system, profiler on)`,
 );
 console.log('Prisma operations (and driver calls, driver.*) per operation, by model:');
 for (const [name, n] of prismaOps.sort((a, b) => b[1] - a[1]).slice(0, 15))
