@@ -91,7 +91,8 @@ describeEachDatabase('POST /graphql JSON fast path', (provider) => {
     key = (await t.app.createProject()).apiKey;
   });
 
-  it('is on for the application pipeline, with and without GraphiQL', () => {
+  it('is on for the application pipeline with GraphiQL', () => {
+    expect(t.app.config.GRAPHIQL).toBe(true);
     expect(fastPathBlockers(t.app.running.parley.yoga, { graphiql: t.app.config.GRAPHIQL })).toBeNull();
   });
 
@@ -259,6 +260,11 @@ describeEachDatabase('POST /graphql JSON fast path, persisted operations only', 
     env: { RATE_LIMIT_ENABLED: 'false', GRAPHQL_PERSISTED_ONLY: 'true', NODE_ENV: 'production' },
   });
   const both = useTwoServers(t);
+
+  it('is on in production, where GraphiQL is off', () => {
+    expect(t.app.config.GRAPHIQL).toBe(false);
+    expect(fastPathBlockers(t.app.running.parley.yoga, { graphiql: false })).toBeNull();
+  });
 
   it('runs a persisted operation by its hash and refuses what is not one, as Yoga does', async () => {
     const { apiKey } = await t.app.createProject();
