@@ -1,10 +1,10 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { requestIdFrom } from './graphql/context';
+import { createGraphQLJsonHandler, fastPathBlockers, isPlainJsonOperation } from './graphql/json-fast-path';
 import { createParleyYoga, type ParleyYoga } from './graphql/yoga';
 import { consoleRouter } from './http/console';
 import { edgeRateLimit, useEdgeMiddleware } from './http/edge';
 import { graphiqlAssetsHandler } from './http/graphiql';
-import { createGraphQLJsonHandler, fastPathBlockers, isPlainJsonOperation } from './http/graphql-json';
 import { createWebChatRouter } from './http/web-chat';
 import { fieldGroupsOf } from './ops/route-groups';
 import { createRestRouter } from './rest/adapter';
@@ -114,7 +114,7 @@ export function buildApp(services: AppServices): ParleyApp {
     type: () => true,
     limit: config.KB_MAX_FILE_BYTES + config.BODY_LIMIT_BYTES,
   });
-  // A JSON operation runs through Yoga's pipeline without the Fetch adaptation (src/http/graphql-json.ts),
+  // A JSON operation runs through Yoga's pipeline without the Fetch adaptation (src/graphql/json-fast-path.ts),
   // unless the pipeline has hooks that path would skip; everything else goes to Yoga's own handler.
   const blocker = fastPathBlockers(yoga, { graphiql: config.GRAPHIQL });
   if (blocker) logger.warn({ reason: blocker }, 'GraphQL JSON fast path off');

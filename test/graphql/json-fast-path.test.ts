@@ -1,14 +1,14 @@
 import type { Server } from 'node:http';
 import express from 'express';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createGraphQLJsonHandler, fastPathBlockers, isPlainJsonOperation } from '../../src/graphql/json-fast-path';
 import { operationHash } from '../../src/graphql/plugins/protection';
-import { createGraphQLJsonHandler, fastPathBlockers, isPlainJsonOperation } from '../../src/http/graphql-json';
 import { routes } from '../../src/rest/routes';
 import { type TestApp, useTestApp } from '../helpers/app';
 import { describeEachDatabase } from '../helpers/lanes';
 
 /**
- * The JSON fast path of POST /graphql (src/http/graphql-json.ts) against Yoga's own handler, on
+ * The JSON fast path of POST /graphql (src/graphql/json-fast-path.ts) against Yoga's own handler, on
  * the same Yoga instance: every request is sent to two small servers, one that serves it as
  * src/app.ts does (the fast path, falling back to Yoga for what fails before the operation runs)
  * and one that hands everything to Yoga, and the answers must be the same: status, media type,

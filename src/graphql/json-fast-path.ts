@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import type { ExecutionResult } from 'graphql';
-import type { ParleyYoga } from '../graphql/yoga';
+import type { ParleyYoga } from './yoga';
 
 /**
  * `POST /graphql` with a JSON body, served through Yoga's own pipeline without building Fetch
