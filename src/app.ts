@@ -1,5 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { requestIdFrom } from './graphql/context';
+import { createGraphQLJsonHandler, fastPathBlockers, isPlainJsonOperation } from './graphql/json-fast-path';
 import { createParleyYoga, type ParleyYoga } from './graphql/yoga';
 import { consoleRouter } from './http/console';
 import { edgeRateLimit, useEdgeMiddleware } from './http/edge';
@@ -113,18 +114,25 @@ export function buildApp(services: AppServices): ParleyApp {
     type: () => true,
     limit: config.KB_MAX_FILE_BYTES + config.BODY_LIMIT_BYTES,
   });
+  // A JSON operation runs through Yoga's pipeline without the Fetch adaptation (src/graphql/json-fast-path.ts),
+  // unless the pipeline has hooks that path would skip; everything else goes to Yoga's own handler.
+  const blocker = fastPathBlockers(yoga, { graphiql: config.GRAPHIQL });
+  if (blocker) logger.warn({ reason: blocker }, 'GraphQL JSON fast path off');
+  const serveJson = createGraphQLJsonHandler(yoga, (req: Request, res: Response) => yoga(req, res));
   app.use((req: Request, res: Response, next: NextFunction) => {
     if (req.path !== yoga.graphqlEndpoint && !req.path.startsWith(`${yoga.graphqlEndpoint}/`)) {
       next();
       return;
     }
-    const read = req.is('multipart/form-data') ? readGraphQLUpload : readGraphQLBody;
+    const fast = !blocker && isPlainJsonOperation(req, yoga.graphqlEndpoint);
+    const read = !fast && req.is('multipart/form-data') ? readGraphQLUpload : readGraphQLBody;
     read(req, res, (err?: unknown) => {
       if (err) {
         next(err);
         return;
       }
-      yoga(req, res);
+      if (fast && Buffer.isBuffer(req.body)) void serveJson(req, res, req.body, next);
+      else yoga(req, res);
     });
   });
 

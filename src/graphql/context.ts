@@ -79,10 +79,18 @@ export function requestIdFrom(header: string | null | undefined): string {
 }
 
 export async function createContext(services: GraphQLServices, headers: Headers): Promise<Context> {
+  const requestId = requestIdFrom(headers.get('x-request-id'));
+  const principal = await services.auth.authenticate(headers.get('authorization'));
+  // The loaders are made when a resolver first asks for one: most operations (a viewer query, a
+  // turn through a REST route that checks no project) never do, and each request would make them.
+  let loaders: Loaders | undefined;
   return {
-    requestId: requestIdFrom(headers.get('x-request-id')),
-    principal: await services.auth.authenticate(headers.get('authorization')),
+    requestId,
+    principal,
     services,
-    loaders: createLoaders(services),
+    get loaders() {
+      loaders ??= createLoaders(services);
+      return loaders;
+    },
   };
 }

@@ -1,0 +1,316 @@
+import type { Server } from 'node:http';
+import express from 'express';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createGraphQLJsonHandler, fastPathBlockers, isPlainJsonOperation } from '../../src/graphql/json-fast-path';
+import { operationHash } from '../../src/graphql/plugins/protection';
+import { routes } from '../../src/rest/routes';
+import { type TestApp, useTestApp } from '../helpers/app';
+import { describeEachDatabase } from '../helpers/lanes';
+
+/**
+ * The JSON fast path of POST /graphql (src/graphql/json-fast-path.ts) against Yoga's own handler, on
+ * the same Yoga instance: every request is sent to two small servers, one that serves it as
+ * src/app.ts does (the fast path, falling back to Yoga for what fails before the operation runs)
+ * and one that hands everything to Yoga, and the answers must be the same: status, media type,
+ * rate-limit headers and body. Each case also says whether it must take the fast path or fall back.
+ */
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | null>;
+  body: unknown;
+}
+
+const comparedHeaders = ['content-type', 'accept', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining'];
+
+async function send(url: string, init: { headers: Record<string, string>; body: string }): Promise<Answer> {
+  const res = await fetch(`${url}/graphql`, { method: 'POST', headers: init.headers, body: init.body });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // Not JSON (an empty 406): compared as text.
+  }
+  return {
+    status: res.status,
+    headers: Object.fromEntries(comparedHeaders.map((name) => [name, res.headers.get(name)])),
+    body,
+  };
+}
+
+/** Two servers over the app's Yoga instance: the fast path (counting fallbacks) and Yoga alone. */
+function useTwoServers(holder: { app: TestApp }) {
+  const state = { fastUrl: '', yogaUrl: '', fallbacks: 0, servers: [] as Server[] };
+  beforeAll(async () => {
+    const yoga = holder.app.running.parley.yoga;
+    const raw = express.raw({ type: () => true, limit: '1mb' });
+    const handler = createGraphQLJsonHandler(yoga, (req, res) => {
+      state.fallbacks++;
+      return yoga(req, res);
+    });
+    const fast = express();
+    fast.use(raw, (req, res, next) => {
+      if (isPlainJsonOperation(req, yoga.graphqlEndpoint) && Buffer.isBuffer(req.body))
+        void handler(req, res, req.body, next);
+      else yoga(req, res);
+    });
+    const plain = express();
+    plain.use(raw, (req, res) => yoga(req, res));
+    for (const [app, key] of [
+      [fast, 'fastUrl'],
+      [plain, 'yogaUrl'],
+    ] as const) {
+      const server = app.listen(0, '127.0.0.1');
+      await new Promise((resolve) => server.once('listening', resolve));
+      state[key] = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+      state.servers.push(server);
+    }
+  });
+  afterAll(async () => {
+    await Promise.all(state.servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  });
+  /** Sends one request to both; returns both answers and whether the fast server fell back to Yoga. */
+  return async (headers: Record<string, string>, body: string) => {
+    const before = state.fallbacks;
+    const viaFast = await send(state.fastUrl, { headers, body });
+    const fellBack = state.fallbacks > before;
+    const viaYoga = await send(state.yogaUrl, { headers, body });
+    return { viaFast, viaYoga, fellBack };
+  };
+}
+
+const viewer = '{ viewer { kind projectID } }';
+const json = (value: unknown) => JSON.stringify(value);
+
+describeEachDatabase('POST /graphql JSON fast path', (provider) => {
+  const t = useTestApp(provider, { env: { RATE_LIMIT_ENABLED: 'false' } });
+  const both = useTwoServers(t);
+  let key = '';
+  beforeAll(async () => {
+    key = (await t.app.createProject()).apiKey;
+  });
+
+  it('is on for the application pipeline with GraphiQL', () => {
+    expect(t.app.config.GRAPHIQL).toBe(true);
+    expect(fastPathBlockers(t.app.running.parley.yoga, { graphiql: t.app.config.GRAPHIQL })).toBeNull();
+  });
+
+  const cases: { name: string; headers?: Record<string, string>; body: () => string; fallsBack: boolean }[] = [
+    { name: 'a query', body: () => json({ query: viewer }), fallsBack: false },
+    {
+      name: 'a query with variables and an operation name',
+      body: () =>
+        json({
+          query: 'query A { viewer { kind } } query B($n: Int) { viewer { projectID } }',
+          operationName: 'A',
+          variables: {},
+        }),
+      fallsBack: false,
+    },
+    {
+      name: 'JSON with a charset parameter',
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+      body: () => json({ query: viewer }),
+      fallsBack: false,
+    },
+    { name: 'a field that does not exist', body: () => json({ query: '{ nope }' }), fallsBack: false },
+    {
+      name: 'a field that does not exist, for a graphql-response+json client',
+      headers: { accept: 'application/graphql-response+json' },
+      body: () => json({ query: '{ nope }' }),
+      fallsBack: false,
+    },
+    { name: 'a syntax error', body: () => json({ query: '{ viewer { ' }), fallsBack: false },
+    {
+      name: 'a variable of the wrong type',
+      body: () =>
+        json({
+          query: 'query ($n: Int!) { knowledgeBaseDocuments(limit: $n) { __typename } }',
+          variables: { n: 'ten' },
+        }),
+      fallsBack: false,
+    },
+    {
+      name: 'an unknown operation name',
+      body: () => json({ query: viewer, operationName: 'Nope' }),
+      fallsBack: false,
+    },
+    {
+      name: 'a mutation with a missing argument',
+      body: () => json({ query: 'mutation { createProject { id } }' }),
+      fallsBack: false,
+    },
+    { name: 'introspection', body: () => json({ query: '{ __schema { queryType { name } } }' }), fallsBack: false },
+    {
+      name: 'an Accept that no result processor serves',
+      headers: { accept: 'text/html' },
+      body: () => json({ query: viewer }),
+      fallsBack: false,
+    },
+    { name: 'a body that is not JSON', body: () => '{"query": ', fallsBack: true },
+    { name: 'a JSON null body', body: () => 'null', fallsBack: true },
+    { name: 'a JSON string body', body: () => '"{ viewer { kind } }"', fallsBack: true },
+    { name: 'a batch (batching is off)', body: () => json([{ query: viewer }, { query: viewer }]), fallsBack: true },
+    {
+      name: 'a parameter GraphQL over HTTP does not know',
+      body: () => json({ query: viewer, foo: 1 }),
+      fallsBack: true,
+    },
+    { name: 'variables that are not an object', body: () => json({ query: viewer, variables: 'x' }), fallsBack: true },
+    { name: 'no query at all', body: () => json({ variables: {} }), fallsBack: true },
+  ];
+
+  for (const c of cases) {
+    it(`answers ${c.name} as Yoga does`, async () => {
+      const headers = {
+        'content-type': 'application/json',
+        authorization: key,
+        'x-request-id': 'fast-path-test',
+        ...c.headers,
+      };
+      const { viaFast, viaYoga, fellBack } = await both(headers, c.body());
+      expect(viaFast).toEqual(viaYoga);
+      expect(fellBack).toBe(c.fallsBack);
+    });
+  }
+
+  it('answers a request without a key, and with a wrong key, as Yoga does', async () => {
+    for (const authorization of [undefined, 'pk_nope.nope.nope']) {
+      const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': 'fast-path-test' };
+      if (authorization) headers.authorization = authorization;
+      const { viaFast, viaYoga, fellBack } = await both(headers, json({ query: viewer }));
+      expect(viaFast).toEqual(viaYoga);
+      expect(fellBack).toBe(false);
+    }
+  });
+
+  it('returns the data of a query', async () => {
+    const { viaFast } = await both({ 'content-type': 'application/json', authorization: key }, json({ query: viewer }));
+    expect(viaFast.status).toBe(200);
+    expect(viaFast.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(viaFast.body).toEqual({ data: { viewer: { kind: 'key', projectID: expect.any(String) } } });
+  });
+
+  it('takes only POSTs of JSON to the endpoint itself, without a stream in Accept or a compressed body', () => {
+    const req = (method: string, path: string, headers: Record<string, string>) =>
+      ({ method, path, headers }) as unknown as express.Request;
+    const jsonType = { 'content-type': 'application/json' };
+    expect(isPlainJsonOperation(req('POST', '/graphql', jsonType), '/graphql')).toBe(true);
+    expect(
+      isPlainJsonOperation(req('POST', '/graphql', { 'content-type': 'application/graphql+json' }), '/graphql'),
+    ).toBe(true);
+    expect(isPlainJsonOperation(req('GET', '/graphql', jsonType), '/graphql')).toBe(false);
+    expect(isPlainJsonOperation(req('POST', '/graphql/stream', jsonType), '/graphql')).toBe(false);
+    expect(isPlainJsonOperation(req('POST', '/graphql', { 'content-type': 'text/plain' }), '/graphql')).toBe(false);
+    expect(
+      isPlainJsonOperation(req('POST', '/graphql', { 'content-type': 'multipart/form-data; boundary=x' }), '/graphql'),
+    ).toBe(false);
+    expect(
+      isPlainJsonOperation(req('POST', '/graphql', { ...jsonType, accept: 'text/event-stream' }), '/graphql'),
+    ).toBe(false);
+    expect(isPlainJsonOperation(req('POST', '/graphql', { ...jsonType, accept: 'multipart/mixed' }), '/graphql')).toBe(
+      false,
+    );
+    expect(isPlainJsonOperation(req('POST', '/graphql', { ...jsonType, 'content-encoding': 'gzip' }), '/graphql')).toBe(
+      false,
+    );
+  });
+
+  it('leaves GET with a query string, other media types and oversized bodies to the rest of the application', async () => {
+    const get = await t.app.http('GET', '/graphql', { key, query: { query: viewer } });
+    expect(get.status).toBe(200);
+    expect(get.body.data.viewer.kind).toBe('key');
+    const text = await t.app.http('POST', '/graphql', {
+      key,
+      body: json({ query: viewer }),
+      headers: { 'content-type': 'text/plain' },
+    });
+    expect(text.status).toBe(415);
+    const large = await t.app.http('POST', '/graphql', {
+      key,
+      body: json({ query: viewer, variables: { pad: 'x'.repeat(t.app.config.BODY_LIMIT_BYTES) } }),
+    });
+    expect(large.status).toBe(413);
+    expect(large.body).toMatchObject({ statusCode: 413, errorCode: 'PAYLOAD_TOO_LARGE' });
+    const malformed = await t.app.http('POST', '/graphql', { key, body: '{"query": ' });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.errors[0].extensions.code).toBe('MALFORMED_JSON');
+  });
+});
+
+describeEachDatabase('POST /graphql JSON fast path, introspection off', (provider) => {
+  const t = useTestApp(provider, { env: { RATE_LIMIT_ENABLED: 'false', GRAPHQL_INTROSPECTION: 'false' } });
+  const both = useTwoServers(t);
+
+  it('refuses introspection as Yoga does (the hook that turns it off runs while the request is parsed)', async () => {
+    const { apiKey } = await t.app.createProject();
+    const headers = { 'content-type': 'application/json', authorization: apiKey, 'x-request-id': 'fast-path-test' };
+    const { viaFast, viaYoga, fellBack } = await both(headers, json({ query: '{ __schema { queryType { name } } }' }));
+    expect(fellBack).toBe(false);
+    expect(viaFast).toEqual(viaYoga);
+    expect(viaFast.status).toBe(200);
+    expect(JSON.stringify(viaFast.body)).toMatch(/introspection/i);
+    expect((viaFast.body as { data?: unknown }).data).toBeUndefined();
+  });
+});
+
+describeEachDatabase('POST /graphql JSON fast path, persisted operations only', (provider) => {
+  const t = useTestApp(provider, {
+    env: { RATE_LIMIT_ENABLED: 'false', GRAPHQL_PERSISTED_ONLY: 'true', NODE_ENV: 'production' },
+  });
+  const both = useTwoServers(t);
+
+  it('is on in production, where GraphiQL is off', () => {
+    expect(t.app.config.GRAPHIQL).toBe(false);
+    expect(fastPathBlockers(t.app.running.parley.yoga, { graphiql: false })).toBeNull();
+  });
+
+  it('runs a persisted operation by its hash and refuses what is not one, as Yoga does', async () => {
+    const { apiKey } = await t.app.createProject();
+    const headers = { 'content-type': 'application/json', authorization: apiKey, 'x-request-id': 'fast-path-test' };
+    const route = routes.find((r) => r.operation.startsWith('query Viewer'));
+    if (!route) throw new Error('the Viewer route is gone');
+    const persisted = (hash: string) => json({ extensions: { persistedQuery: { version: 1, sha256Hash: hash } } });
+
+    const byHash = await both(headers, persisted(operationHash(route.operation)));
+    expect(byHash.fellBack).toBe(false);
+    expect(byHash.viaFast).toEqual(byHash.viaYoga);
+    expect(byHash.viaFast.status).toBe(200);
+    expect((byHash.viaFast.body as { data: { viewer: { kind: string } } }).data.viewer.kind).toBe('key');
+
+    const arbitrary = await both(headers, json({ query: viewer }));
+    expect(arbitrary.fellBack).toBe(true);
+    expect(arbitrary.viaFast).toEqual(arbitrary.viaYoga);
+    expect(arbitrary.viaFast.status).toBe(400);
+
+    const unknown = await both(headers, persisted('0'.repeat(64)));
+    expect(unknown.fellBack).toBe(true);
+    expect(unknown.viaFast).toEqual(unknown.viaYoga);
+    expect(unknown.viaFast.status).toBe(400);
+  });
+});
+
+describeEachDatabase('POST /graphql JSON fast path, rate limited', (provider) => {
+  const t = useTestApp(provider, { env: { RATE_LIMIT_DEFAULT: '2/60' } });
+  const both = useTwoServers(t);
+
+  it('answers an operation over its limit with 429 and the rate-limit headers, as Yoga does', async () => {
+    const { apiKey } = await t.app.createProject();
+    const headers = { 'content-type': 'application/json', authorization: apiKey, 'x-request-id': 'fast-path-test' };
+    // Both servers spend from the same budget: the first pair uses it up, the second is over it.
+    await both(headers, json({ query: viewer }));
+    const { viaFast, viaYoga, fellBack } = await both(headers, json({ query: viewer }));
+    expect(fellBack).toBe(false);
+    expect(viaFast.status).toBe(429);
+    expect(viaYoga.status).toBe(429);
+    expect(viaFast.headers['retry-after']).toMatch(/^\d+$/);
+    expect(viaFast.headers['x-ratelimit-limit']).toBe(viaYoga.headers['x-ratelimit-limit']);
+    expect(viaFast.headers['content-type']).toBe(viaYoga.headers['content-type']);
+    // The message counts the seconds to wait, which may differ by one between the two requests.
+    const codeOf = (a: typeof viaFast) =>
+      (a.body as { errors: { extensions: { code: string } }[] }).errors[0]?.extensions.code;
+    expect(codeOf(viaFast)).toBe('RATE_LIMITED');
+    expect(codeOf(viaYoga)).toBe('RATE_LIMITED');
+  });
+});
