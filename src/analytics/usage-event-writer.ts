@@ -377,13 +377,14 @@ function* insertHourUsers(
   return added;
 }
 
-function* upsertRollups(provider: Provider, deltas: CounterDelta[]): Generator<Statement, void, Row[]> {
-  for (const chunk of chunks(deltas, rowsPerStatement)) {
-    yield {
-      sql: writerSql[provider].upsertRollups,
-      params: [JSON.stringify(arraysOf(chunk, rollupColumns))],
-      returning: false,
-    };
+/** Rows written by `sql` (one JSON parameter of row arrays), `rowsPerStatement` at a time, nothing read back. */
+function* writeRows(
+  sql: string,
+  rows: readonly object[],
+  columns: readonly Column[],
+): Generator<Statement, void, Row[]> {
+  for (const chunk of chunks(rows, rowsPerStatement)) {
+    yield { sql, params: [JSON.stringify(arraysOf(chunk, columns))], returning: false };
   }
 }
 
@@ -393,16 +394,6 @@ interface DayIntentDelta {
   environmentId: string;
   intent: string;
   count: number;
-}
-
-function* upsertDayIntents(provider: Provider, deltas: DayIntentDelta[]): Generator<Statement, void, Row[]> {
-  for (const chunk of chunks(deltas, rowsPerStatement)) {
-    yield {
-      sql: writerSql[provider].upsertDayIntents,
-      params: [JSON.stringify(arraysOf(chunk, dayIntentColumns))],
-      returning: false,
-    };
-  }
 }
 
 function* upsertHourTotals(provider: Provider, deltas: CounterDelta[]): Generator<Statement, UsageCounter[], Row[]> {
@@ -468,7 +459,7 @@ function* usageWrite(provider: Provider, rows: UsageEventRow[], now: Date): Usag
     addDelta(rollups, { ...u, metric: 'unique_users', ...noDimensions }, 1, 0);
   }
   const rollupDeltas = sortedValues(rollups);
-  yield* upsertRollups(provider, rollupDeltas);
+  yield* writeRows(writerSql[provider].upsertRollups, rollupDeltas, rollupColumns);
 
   const dayIntents = new Map<string, DayIntentDelta>();
   for (const d of rollupDeltas) {
@@ -486,7 +477,7 @@ function* usageWrite(provider: Provider, rows: UsageEventRow[], now: Date): Usag
         count: d.count,
       });
   }
-  yield* upsertDayIntents(provider, sortedValues(dayIntents));
+  yield* writeRows(writerSql[provider].upsertDayIntents, sortedValues(dayIntents), dayIntentColumns);
 
   const totals = new Map<string, CounterDelta>();
   for (const d of rollupDeltas) {
