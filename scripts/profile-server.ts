@@ -144,7 +144,14 @@ process.on('message', async (message) => {
     const snapshot = { ...counters, cpuMicros: cpu.user + cpu.system };
     const { profile } = await inspector.post('Profiler.stop');
     writeFileSync(profilePath, JSON.stringify(profile));
-    process.send?.({ counters: snapshot, operations: [...operations], timeline });
+    // Exit only once the message is handed to the pipe: process.exit() right after send() drops a
+    // large message (kb-ingest's timeline over 8 s is a few hundred kB), and the parent then saw
+    // only "profile server exited (0)".
+    await new Promise<void>((resolve, reject) =>
+      process.send?.({ counters: snapshot, operations: [...operations], timeline }, (err: Error | null) =>
+        err ? reject(err) : resolve(),
+      ),
+    );
     await server.close();
     process.exit(0);
   }

@@ -71,14 +71,17 @@ const child = fork(join(import.meta.dirname, 'profile-server.ts'), [provider, sc
 process.on('exit', () => child.kill());
 const nextMessage = <T>(key: string) =>
   new Promise<T>((resolve, reject) => {
+    const onExit = (code: number | null) =>
+      reject(new Error(`profile server exited (${code}) before sending "${key}"`));
     const onMessage = (m: Record<string, unknown>) => {
       if (key in m) {
         child.off('message', onMessage);
+        child.off('exit', onExit);
         resolve(m as T);
       }
     };
     child.on('message', onMessage);
-    child.once('exit', (code) => reject(new Error(`profile server exited (${code})`)));
+    child.once('exit', onExit);
   });
 
 const server = await nextMessage<Ready>('ready');
