@@ -137,7 +137,8 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
   const lastRecurringSlot = new Map<string, number>();
   let started = false;
   let stopping = false;
-  let timer: NodeJS.Timeout | null = null;
+  let timer: { kind: 'timeout'; handle: NodeJS.Timeout } | { kind: 'immediate'; handle: NodeJS.Immediate } | null =
+    null;
   let ticking = false;
   let tickAgain = false;
   let lastHousekeeping = 0;
@@ -375,15 +376,29 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
     }
   }
 
+  function cancelTimer(): void {
+    if (!timer) return;
+    if (timer.kind === 'timeout') clearTimeout(timer.handle);
+    else clearImmediate(timer.handle);
+    timer = null;
+  }
+
   function schedule(delayMs: number): void {
     if (!started || stopping) return;
-    if (timer) clearTimeout(timer);
-    timer = setTimeout(() => {
+    cancelTimer();
+    const run = () => {
       timer = null;
       // Whoever scheduled it, a poll and the jobs it starts are the instance's own work.
       void asBackgroundWork(tick);
-    }, delayMs);
-    timer.unref?.();
+    };
+    // "Now" (an enqueue's wake-up, a job that finished) runs on the next turn of the event loop:
+    // a setTimeout of 0 waits at least a millisecond, which an upload with wait=true spent idle
+    // between its commit and the job's claim (docs/performance.md, third 25 November session).
+    timer =
+      delayMs <= 0
+        ? { kind: 'immediate', handle: setImmediate(run) }
+        : { kind: 'timeout', handle: setTimeout(run, delayMs) };
+    timer.handle.unref?.();
   }
 
   async function listen(): Promise<void> {
@@ -424,7 +439,7 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
     async stop({ graceMs = 10_000 } = {}) {
       if (!started) return;
       stopping = true;
-      if (timer) clearTimeout(timer);
+      cancelTimer();
       unsubscribe?.();
       const all = [...running.values()].map((r) => r.done);
       const timedOut = await Promise.race([
@@ -446,7 +461,7 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
     abandon() {
       stopping = true;
       started = false;
-      if (timer) clearTimeout(timer);
+      cancelTimer();
       unsubscribe?.();
       for (const r of running.values()) r.controller.abort(new Error('worker crashed'));
     },
