@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../db/client';
-import type { PrismaTx } from '../db/transaction';
-import type { Prisma } from '../generated/sqlite/client';
+import { type Db, storedTimestamp } from '../db/client';
 import { type JobHandler, PermanentJobError } from '../jobs/runner';
 import type { Logger } from '../lib/logger';
 import type { OutboundFetch } from '../lib/outbound-http';
@@ -14,7 +12,7 @@ import { KbIngestError } from './errors';
 import { fetchUrlDocument } from './fetch-url';
 import { extractText, type KbFileType } from './parse';
 import { tableRowToChunk } from './table';
-import { storeEmbeddings } from './vectors';
+import { embeddingBatch, embeddingRowsJson, embeddingUpsert, vectorBytes } from './vectors';
 
 /**
  * The ingestion job (queue `kb-ingest`): turn one revision of a document into chunks and index
@@ -51,7 +49,59 @@ interface Prepared {
   fetchedType?: KbFileType;
 }
 
-type DocumentWithSource = Prisma.KbDocumentGetPayload<{ include: { source: true } }>;
+/** What the job reads of a document and its stored upload (loadDocument). */
+interface DocumentWithSource {
+  id: string;
+  projectId: string;
+  environmentId: string | null;
+  kind: string;
+  type: string;
+  name: string;
+  url: string | null;
+  status: string;
+  revision: number;
+  maxChunkSize: number;
+  source: { bytes: Uint8Array | null; filename: string | null; table: unknown } | null;
+}
+
+const loadDocumentSql = (placeholder: string) => `
+  SELECT d."id", d."projectId", d."environmentId", d."kind", d."type", d."name", d."url", d."status", d."revision",
+         d."maxChunkSize", s."documentId" AS "sourceId", s."bytes", s."filename", s."table"
+  FROM "KbDocument" d LEFT JOIN "KbDocumentSource" s ON s."documentId" = d."id"
+  WHERE d."id" = ${placeholder}`;
+const loadDocumentSqlite = loadDocumentSql('?');
+const loadDocumentPostgres = loadDocumentSql('$1');
+
+/**
+ * The document with its stored upload (the file's bytes, or the table), read straight through
+ * the database driver: through Prisma, the bytes of an upload cost more than the statement.
+ */
+async function loadDocument(db: Db, documentId: string): Promise<DocumentWithSource | null> {
+  type Row = Omit<DocumentWithSource, 'source'> & {
+    sourceId: string | null;
+    bytes: Uint8Array | null;
+    filename: string | null;
+    table: unknown;
+  };
+  const driver = db.driver;
+  const row =
+    driver.provider === 'sqlite'
+      ? await driver.exclusive('kb.ingest.load', (sql) => sql.get<Row>(loadDocumentSqlite, documentId))
+      : (await driver.query<Row>('kb.ingest.load', loadDocumentPostgres, [documentId])).rows[0];
+  if (!row) return null;
+  const { sourceId, bytes, filename, table, ...doc } = row;
+  return {
+    ...doc,
+    source: sourceId
+      ? {
+          bytes,
+          filename,
+          // JSON is text on SQLite (Prisma's stored form), a value from PostgreSQL's jsonb.
+          table: typeof table === 'string' ? JSON.parse(table) : table,
+        }
+      : null,
+  };
+}
 
 async function prepare(deps: KbIngestDeps, doc: DocumentWithSource, signal: AbortSignal): Promise<Prepared> {
   const maxTokens = doc.maxChunkSize;
@@ -126,36 +176,139 @@ interface ChunkRow {
   rowMetadata: Record<string, unknown> | null;
 }
 
+/** What the swap-in transaction stores for one revision of a document. */
+interface SwapIn {
+  documentId: string;
+  projectId: string;
+  revision: number;
+  chunks: readonly PreparedChunk[];
+  rowsCount: number | null;
+  vectors: { model: string; vectors: number[][] } | null;
+}
+
+const markSucceeded = {
+  sqlite: `UPDATE "KbDocument" SET "status" = 'SUCCESS', "statusDetail" = NULL, "chunkCount" = ?, "rowsCount" = ?, "updatedAt" = ?
+    WHERE "id" = ? AND "revision" = ? AND "status" = 'PENDING' RETURNING "metadata"`,
+  postgresql: `UPDATE "KbDocument" SET "status" = 'SUCCESS', "statusDetail" = NULL, "chunkCount" = $1, "rowsCount" = $2, "updatedAt" = $3
+    WHERE "id" = $4 AND "revision" = $5 AND "status" = 'PENDING' RETURNING "metadata"`,
+};
 /**
- * Inserts a document's chunks, a thousand per statement, the rows as one JSON parameter unpacked
- * by the database (`json_each` / `jsonb_to_recordset`). Prisma's `createMany` sent the same rows
- * as eight bound parameters each, and its query engine took about twice as long as the database
- * to prepare them (docs/performance.md, "Knowledge-base ingestion"). The full-text triggers index
- * each row as before.
+ * A thousand chunks per statement, the rows as one JSON parameter unpacked by the database
+ * (`json_each` / `jsonb_to_recordset`); Prisma's `createMany` sent eight bound parameters per row
+ * and its query engine took about twice as long as the database (docs/performance.md,
+ * "Knowledge-base ingestion"). The full-text triggers index the rows in the same statement.
  */
-async function insertChunks(
-  tx: PrismaTx,
-  provider: Db['provider'],
-  doc: { documentId: string; projectId: string },
-  rows: readonly ChunkRow[],
-): Promise<void> {
-  for (let i = 0; i < rows.length; i += insertBatch) {
-    const json = JSON.stringify(rows.slice(i, i + insertBatch));
-    if (provider === 'sqlite') {
-      await tx.$executeRaw`
-        INSERT INTO "KbChunk" ("id", "documentId", "projectId", "position", "content", "tokens", "metadata", "rowMetadata")
-        SELECT json_extract(value, '$.id'), ${doc.documentId}, ${doc.projectId}, json_extract(value, '$.position'),
-               json_extract(value, '$.content'), json_extract(value, '$.tokens'), json(json_extract(value, '$.metadata')),
-               json(json_extract(value, '$.rowMetadata'))
-        FROM json_each(${json})`;
-    } else {
-      await tx.$executeRaw`
-        INSERT INTO "KbChunk" ("id", "documentId", "projectId", "position", "content", "tokens", "metadata", "rowMetadata")
-        SELECT r.id, ${doc.documentId}, ${doc.projectId}, r.position, r.content, r.tokens, r.metadata, r."rowMetadata"
-        FROM jsonb_to_recordset(${json}::jsonb)
-          AS r(id text, position integer, content text, tokens integer, metadata jsonb, "rowMetadata" jsonb)`;
-    }
+const insertChunkRows = {
+  sqlite: `INSERT INTO "KbChunk" ("id", "documentId", "projectId", "position", "content", "tokens", "metadata", "rowMetadata")
+    SELECT json_extract(value, '$.id'), ?, ?, json_extract(value, '$.position'), json_extract(value, '$.content'),
+           json_extract(value, '$.tokens'), json(json_extract(value, '$.metadata')), json(json_extract(value, '$.rowMetadata'))
+    FROM json_each(?)`,
+  postgresql: `INSERT INTO "KbChunk" ("id", "documentId", "projectId", "position", "content", "tokens", "metadata", "rowMetadata")
+    SELECT r.id, $1, $2, r.position, r.content, r.tokens, r.metadata, r."rowMetadata"
+    FROM jsonb_to_recordset($3::jsonb)
+      AS r(id text, position integer, content text, tokens integer, metadata jsonb, "rowMetadata" jsonb)`,
+};
+
+/** The stored rows of the chunks, with the document's metadata as it is inside the transaction. */
+function chunkRows(chunks: readonly PreparedChunk[], documentMetadata: Record<string, unknown>): ChunkRow[] {
+  return chunks.map((c, position) => ({
+    id: randomUUID(),
+    position,
+    content: c.content,
+    tokens: c.tokens,
+    metadata: chunkMetadata(documentMetadata, c.rowMetadata),
+    rowMetadata: c.rowMetadata,
+  }));
+}
+
+/**
+ * Swaps a revision's chunks in, in one transaction run straight through the database driver
+ * (Db.driver: no Prisma query compiler and interpreter around its five statements, about half a
+ * millisecond each): marks the document done, and only while it still waits for this revision,
+ * replaces its chunks (and their embeddings), drops the stored upload. Answers false, having
+ * changed nothing, when the document moved on (deleted, re-uploaded, done by an earlier delivery).
+ *
+ * Marking the document comes first: the row lock it takes (PostgreSQL) makes a concurrent
+ * metadata update wait for this commit and then update these chunks too, and the metadata read
+ * back is the current one. Nothing of it is visible before the commit, so the order is free.
+ * Columns and stored forms are Prisma's: JSON as text on SQLite, DateTime as storedTimestamp.
+ */
+async function swapIn(db: Db, input: SwapIn): Promise<boolean> {
+  const { documentId, projectId, revision } = input;
+  const driver = db.driver;
+  if (driver.provider === 'sqlite') {
+    const now = storedTimestamp('sqlite', new Date());
+    // Synchronous, on the connection alone: BEGIN IMMEDIATE … COMMIT, or nothing if it throws.
+    return driver.exclusive(
+      'kb.ingest.swap',
+      (sql) => {
+        const current = sql.get<{ metadata: string }>(
+          markSucceeded.sqlite,
+          input.chunks.length,
+          input.rowsCount,
+          now,
+          documentId,
+          revision,
+        );
+        if (!current) return false;
+        sql.run('DELETE FROM "KbChunk" WHERE "documentId" = ?', documentId);
+        const rows = chunkRows(input.chunks, JSON.parse(current.metadata) as Record<string, unknown>);
+        for (let i = 0; i < rows.length; i += insertBatch)
+          sql.run(insertChunkRows.sqlite, documentId, projectId, JSON.stringify(rows.slice(i, i + insertBatch)));
+        if (input.vectors) {
+          const { model, vectors } = input.vectors;
+          const seqs = sql.all<{ seq: number; position: number }>(
+            'SELECT "seq", "position" FROM "KbChunk" WHERE "documentId" = ?',
+            documentId,
+          );
+          for (const s of seqs) {
+            const vector = vectors[s.position];
+            if (vector?.length) sql.run(embeddingUpsert.sqlite, s.seq, model, vector.length, vectorBytes(vector));
+          }
+        }
+        sql.run('DELETE FROM "KbDocumentSource" WHERE "documentId" = ? AND "revision" = ?', documentId, revision);
+        return true;
+      },
+      { transaction: true },
+    );
   }
+  const now = storedTimestamp('postgresql', new Date());
+  return driver.transaction('kb.ingest.swap', async (sql) => {
+    const marked = await sql.query<{ metadata: Record<string, unknown> }>(markSucceeded.postgresql, [
+      input.chunks.length,
+      input.rowsCount,
+      now,
+      documentId,
+      revision,
+    ]);
+    const [current] = marked.rows;
+    if (!current) return false;
+    await sql.query('DELETE FROM "KbChunk" WHERE "documentId" = $1', [documentId]);
+    const rows = chunkRows(input.chunks, current.metadata);
+    for (let i = 0; i < rows.length; i += insertBatch)
+      await sql.query(insertChunkRows.postgresql, [
+        documentId,
+        projectId,
+        JSON.stringify(rows.slice(i, i + insertBatch)),
+      ]);
+    if (input.vectors) {
+      const { model, vectors } = input.vectors;
+      const seqs = await sql.query<{ seq: number; position: number }>(
+        'SELECT "seq", "position" FROM "KbChunk" WHERE "documentId" = $1',
+        [documentId],
+      );
+      const stored = seqs.rows
+        .map((s) => ({ seq: s.seq, vector: vectors[s.position] ?? [] }))
+        .filter((r) => r.vector.length);
+      for (let i = 0; i < stored.length; i += embeddingBatch)
+        await sql.query(embeddingUpsert.postgresql, [model, embeddingRowsJson(stored.slice(i, i + embeddingBatch))]);
+    }
+    await sql.query('DELETE FROM "KbDocumentSource" WHERE "documentId" = $1 AND "revision" = $2', [
+      documentId,
+      revision,
+    ]);
+    return true;
+  });
 }
 
 /** Marks the revision failed (its previous chunks, if any, stay). */
@@ -181,10 +334,7 @@ export function createKbIngestHandler(deps: KbIngestDeps): JobHandler {
       throw new PermanentJobError('malformed kb-ingest job payload');
     }
     const target = payload as KbIngestJobPayload;
-    const doc = await deps.db.prisma.kbDocument.findUnique({
-      where: { id: target.documentId },
-      include: { source: true },
-    });
+    const doc = await loadDocument(deps.db, target.documentId);
     // Deleted, replaced by a newer upload (which has its own job), or already done by an earlier delivery.
     if (!doc || doc.revision !== target.revision || doc.status !== 'PENDING') return;
 
@@ -228,54 +378,14 @@ export function createKbIngestHandler(deps: KbIngestDeps): JobHandler {
       }
     }
 
-    const stored = await deps.db.prisma.$transaction(
-      async (tx) => {
-        // First, and only while the document still waits for this revision: mark it done. The
-        // row lock this takes (PostgreSQL) makes a concurrent metadata update wait for this
-        // commit and then update these chunks too, and the metadata read back is the current one.
-        // Nothing of it is visible before the commit, so the order within is free.
-        const [current] = await tx.kbDocument.updateManyAndReturn({
-          where: { id: doc.id, revision: target.revision, status: 'PENDING' },
-          data: {
-            status: 'SUCCESS',
-            statusDetail: null,
-            chunkCount: prepared.chunks.length,
-            rowsCount: prepared.rowsCount,
-          },
-          select: { metadata: true },
-        });
-        if (!current) return false;
-        const documentMetadata = current.metadata as Record<string, unknown>;
-        await tx.kbChunk.deleteMany({ where: { documentId: doc.id } });
-        const rows = prepared.chunks.map((c, position) => ({
-          id: randomUUID(),
-          position,
-          content: c.content,
-          tokens: c.tokens,
-          metadata: chunkMetadata(documentMetadata, c.rowMetadata),
-          rowMetadata: c.rowMetadata,
-        }));
-        await insertChunks(tx, deps.db.provider, { documentId: doc.id, projectId: doc.projectId }, rows);
-        if (vectors) {
-          const seqs = await tx.kbChunk.findMany({
-            where: { documentId: doc.id },
-            select: { seq: true, position: true },
-          });
-          await storeEmbeddings(
-            tx,
-            deps.db.provider,
-            vectors.model,
-            seqs
-              .map((s) => ({ seq: s.seq, vector: vectors?.vectors[s.position] ?? [] }))
-              .filter((r) => r.vector.length),
-          );
-        }
-        await tx.kbDocumentSource.deleteMany({ where: { documentId: doc.id, revision: target.revision } });
-        return true;
-      },
-      // A large document on a busy SQLite file waits for the single writer.
-      { maxWait: 30_000, timeout: 120_000 },
-    );
+    const stored = await swapIn(deps.db, {
+      documentId: doc.id,
+      projectId: doc.projectId,
+      revision: target.revision,
+      chunks: prepared.chunks,
+      rowsCount: prepared.rowsCount,
+      vectors,
+    });
     if (stored) {
       publishDocumentStatus(deps.pubsub, { id: doc.id, revision: target.revision, status: 'SUCCESS' });
       log.info({ documentId: doc.id, revision: target.revision, chunks: prepared.chunks.length }, 'ingested document');

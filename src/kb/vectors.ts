@@ -20,7 +20,26 @@ function norm(vector: readonly number[]): number {
 }
 
 /** Rows per statement when storing embeddings (one JSON parameter on PostgreSQL). */
-const storeBatch = 200;
+export const embeddingBatch = 200;
+
+/** The rows of `embeddingUpsert.postgresql`'s JSON parameter. */
+export function embeddingRowsJson(rows: readonly { seq: number; vector: readonly number[] }[]): string {
+  return JSON.stringify(rows.map((r) => ({ seq: r.seq, dims: r.vector.length, e: r.vector, n: norm(r.vector) })));
+}
+
+/**
+ * The statements of storeEmbeddings for the database driver (Db.driver), as the ingestion job's
+ * swap-in transaction runs them: on SQLite one row (seq, model, dims, float32 bytes), on
+ * PostgreSQL the model and a JSON array of rows (embeddingRowsJson).
+ */
+export const embeddingUpsert = {
+  sqlite: `INSERT INTO "kb_chunk_embedding" ("seq", "model", "dims", "embedding") VALUES (?, ?, ?, ?)
+    ON CONFLICT ("seq") DO UPDATE SET "model" = excluded."model", "dims" = excluded."dims", "embedding" = excluded."embedding"`,
+  postgresql: `INSERT INTO "kb_chunk_embedding" ("seq", "model", "dims", "embedding", "norm")
+    SELECT j.seq, $1, j.dims, j.e, j.n FROM jsonb_to_recordset($2::jsonb) AS j(seq integer, dims integer, e real[], n real)
+    ON CONFLICT ("seq") DO UPDATE SET "model" = excluded."model", "dims" = excluded."dims",
+      "embedding" = excluded."embedding", "norm" = excluded."norm"`,
+};
 
 /** Stores (or replaces) the embeddings of chunks, all for `model`. */
 export async function storeEmbeddings(
@@ -29,22 +48,15 @@ export async function storeEmbeddings(
   model: string,
   rows: readonly { seq: number; vector: readonly number[] }[],
 ): Promise<void> {
-  for (let i = 0; i < rows.length; i += storeBatch) {
-    const batch = rows.slice(i, i + storeBatch);
+  for (let i = 0; i < rows.length; i += embeddingBatch) {
+    const batch = rows.slice(i, i + embeddingBatch);
     if (provider === 'sqlite') {
       const values = batch.map((r) => Prisma.sql`(${r.seq}, ${model}, ${r.vector.length}, ${vectorBytes(r.vector)})`);
       await tx.$executeRaw`
         INSERT INTO "kb_chunk_embedding" ("seq", "model", "dims", "embedding") VALUES ${Prisma.join(values)}
         ON CONFLICT ("seq") DO UPDATE SET "model" = excluded."model", "dims" = excluded."dims", "embedding" = excluded."embedding"`;
     } else {
-      const json = JSON.stringify(
-        batch.map((r) => ({ seq: r.seq, dims: r.vector.length, e: r.vector, n: norm(r.vector) })),
-      );
-      await tx.$executeRaw`
-        INSERT INTO "kb_chunk_embedding" ("seq", "model", "dims", "embedding", "norm")
-        SELECT j.seq, ${model}, j.dims, j.e, j.n FROM jsonb_to_recordset(${json}::jsonb) AS j(seq integer, dims integer, e real[], n real)
-        ON CONFLICT ("seq") DO UPDATE SET "model" = excluded."model", "dims" = excluded."dims",
-          "embedding" = excluded."embedding", "norm" = excluded."norm"`;
+      await tx.$executeRawUnsafe(embeddingUpsert.postgresql, model, embeddingRowsJson(batch));
     }
   }
 }

@@ -81,6 +81,24 @@ describeEachDatabase('knowledge-base ingestion statements', (provider) => {
     expect(chunkInserts(small)).toHaveLength(1);
     expect(chunkInserts(large)).toHaveLength(1);
     expect(large.length).toBe(small.length);
+    // The whole job: one read of the document with its upload, then one transaction of four
+    // statements (mark done, drop the old chunks, insert the new, drop the upload).
+    const shape = (sql: string) => {
+      const words = sql.trim().split(/\s+/);
+      const verb = (words[0] as string).toUpperCase();
+      if (verb === 'BEGIN' || verb === 'COMMIT') return verb;
+      const table = /^(?:UPDATE|INSERT INTO|DELETE FROM|SELECT .*? FROM)\s+"?(\w+)"?/is.exec(sql.trim())?.[1];
+      return `${verb} ${table}`;
+    };
+    expect(large.map(shape)).toEqual([
+      'SELECT KbDocument',
+      'BEGIN',
+      'UPDATE KbDocument',
+      'DELETE KbChunk',
+      'INSERT KbChunk',
+      'DELETE KbDocumentSource',
+      'COMMIT',
+    ]);
 
     // What the statement stored: every chunk with its position, tokens and the document's metadata.
     const chunks = await prisma.kbChunk.findMany({
