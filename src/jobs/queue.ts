@@ -1,4 +1,4 @@
-import type { Db, PrismaDb } from '../db/client';
+import { type Db, type PostgresStatements, type PrismaDb, type SqliteStatements, storedTimestamp } from '../db/client';
 import { newId } from '../lib/ids';
 import type { AppPubSub } from '../lib/pubsub';
 
@@ -50,6 +50,65 @@ export async function enqueueJob(db: DbClient, input: EnqueueInput): Promise<Enq
     select: { id: true, queue: true },
   });
   return { ...job, created: job.id === data.id };
+}
+
+const jobColumns = `"id", "queue", "dedupeKey", "payload", "status", "attempts", "maxAttempts", "runAt", "projectId", "createdAt", "updatedAt"`;
+
+/**
+ * `enqueueJob` inside a caller's transaction on the database driver (Db.driver), for a caller
+ * that writes its own rows that way: the same row as Prisma writes (JSON as text on SQLite,
+ * DateTime as storedTimestamp), and the same answer for a dedupe key that has a job already.
+ */
+export function enqueueJobSqlite(sql: SqliteStatements, input: EnqueueInput, now: Date): EnqueuedJob {
+  const id = newId();
+  const at = storedTimestamp('sqlite', now);
+  const inserted = sql.run(
+    `INSERT INTO "Job" (${jobColumns}) VALUES (?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?, ?) ON CONFLICT ("dedupeKey") DO NOTHING`,
+    id,
+    input.queue,
+    input.dedupeKey ?? null,
+    JSON.stringify(input.payload),
+    input.maxAttempts ?? 5,
+    storedTimestamp('sqlite', input.runAt ?? now),
+    input.projectId ?? null,
+    at,
+    at,
+  );
+  if (inserted.changes === 1) return { id, queue: input.queue, created: true };
+  const existing = sql.get<{ id: string }>('SELECT "id" FROM "Job" WHERE "dedupeKey" = ?', input.dedupeKey ?? null);
+  if (!existing) throw new Error('the job was neither written nor found by its dedupe key');
+  return { id: existing.id, queue: input.queue, created: false };
+}
+
+/** enqueueJobSqlite for a PostgreSQL driver transaction. */
+export async function enqueueJobPostgres(
+  sql: PostgresStatements,
+  input: EnqueueInput,
+  now: Date,
+): Promise<EnqueuedJob> {
+  const id = newId();
+  const at = storedTimestamp('postgresql', now);
+  const inserted = await sql.query<{ id: string }>(
+    `INSERT INTO "Job" (${jobColumns}) VALUES ($1, $2, $3, $4::jsonb, 'queued', 0, $5, $6, $7, $8, $8)
+     ON CONFLICT ("dedupeKey") DO NOTHING RETURNING "id"`,
+    [
+      id,
+      input.queue,
+      input.dedupeKey ?? null,
+      JSON.stringify(input.payload),
+      input.maxAttempts ?? 5,
+      storedTimestamp('postgresql', input.runAt ?? now),
+      input.projectId ?? null,
+      at,
+    ],
+  );
+  if (inserted.rows.length === 1) return { id, queue: input.queue, created: true };
+  const existing = await sql.query<{ id: string }>('SELECT "id" FROM "Job" WHERE "dedupeKey" = $1', [
+    input.dedupeKey ?? null,
+  ]);
+  const [row] = existing.rows;
+  if (!row) throw new Error('the job was neither written nor found by its dedupe key');
+  return { id: row.id, queue: input.queue, created: false };
 }
 
 /** Wakes the workers of every instance (through Redis when configured) for `queue`. */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createDb, type Db } from '../../src/db/client';
 import type { ScratchDatabase } from '../../src/db/scratch';
-import { enqueueJob, queueStats } from '../../src/jobs/queue';
+import { enqueueJob, enqueueJobPostgres, enqueueJobSqlite, queueStats } from '../../src/jobs/queue';
 import { createJobRunner, type JobRunner, PermanentJobError } from '../../src/jobs/runner';
 import { createLogger } from '../../src/lib/logger';
 import { createTestDatabase, describeEachDatabase } from '../helpers/lanes';
@@ -131,6 +131,50 @@ describeEachDatabase('the job runner', (provider) => {
       }),
     ).rejects.toThrow('the caller failed');
     expect(await db.prisma.job.count({ where: { queue } })).toBe(1);
+  });
+
+  it('enqueues through the database driver as enqueueJob does: one job per dedupe key, the same row, run by the runner', async () => {
+    const queue = uniqueQueue('driver');
+    const now = new Date();
+    const input = {
+      queue,
+      payload: { documentId: 'd1', nested: { n: 1.5 } },
+      dedupeKey: `${queue}:k`,
+      projectId: null,
+    };
+    const enqueue = (payload: Record<string, unknown>) =>
+      db.driver.provider === 'sqlite'
+        ? db.driver.exclusive('test', (sql) => enqueueJobSqlite(sql, { ...input, payload }, now), { transaction: true })
+        : db.driver.transaction('test', (sql) => enqueueJobPostgres(sql, { ...input, payload }, now));
+    const first = await enqueue(input.payload);
+    const second = await enqueue({ other: true });
+    expect(first).toEqual({ id: expect.any(String), queue, created: true });
+    expect(second).toEqual({ id: first.id, queue, created: false });
+    // Prisma reads back what enqueueJob would have written.
+    const viaPrisma = await enqueueJob(db.prisma, { ...input, dedupeKey: `${queue}:prisma` });
+    const [driverRow, prismaRow] = await Promise.all(
+      [first.id, viaPrisma.id].map((id) => db.prisma.job.findUniqueOrThrow({ where: { id } })),
+    );
+    const comparable = (row: NonNullable<typeof driverRow>) => ({
+      ...row,
+      id: undefined,
+      dedupeKey: undefined,
+      runAt: undefined,
+      createdAt: undefined,
+      updatedAt: undefined,
+    });
+    expect(comparable(driverRow!)).toEqual(comparable(prismaRow!));
+    expect(driverRow!.runAt.getTime()).toBe(now.getTime());
+    expect(driverRow!.createdAt.getTime()).toBe(now.getTime());
+    const seen: unknown[] = [];
+    const r = runner();
+    r.register(queue, async (job) => {
+      seen.push(job.payload);
+    });
+    r.start();
+    await r.drain();
+    expect(seen).toEqual([input.payload, input.payload]);
+    expect(await db.prisma.job.count({ where: { queue, status: 'done' } })).toBe(2);
   });
 
   it('resumes a job whose worker crashed, once its lease runs out, and runs it to completion once', async () => {

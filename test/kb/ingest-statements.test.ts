@@ -116,6 +116,54 @@ describeEachDatabase('knowledge-base ingestion statements', (provider) => {
     expect(chunks[0]!.content.startsWith('osprey paragraph 0')).toBe(true);
   });
 
+  it('stores a plain upload, its bytes and its job in one transaction of three INSERTs', async () => {
+    const p = await t.app.createProject();
+    const content = paragraphs(3, 'plover');
+    let res: Awaited<ReturnType<typeof uploadFile>> | undefined;
+    const statements = await recordSqlStatements(async () => {
+      res = await uploadFile(t.app, { key: p.apiKey, filename: 'plain.txt', content, metadata: { team: 'ops' } });
+    });
+    expect(res?.status, res?.text).toBe(200);
+    const begin = statements.findIndex((s) => /^\s*BEGIN/i.test(s));
+    const commit = statements.findIndex((s, i) => i > begin && /^\s*COMMIT/i.test(s));
+    expect(begin).toBeGreaterThanOrEqual(0);
+    expect(statements.filter((s) => /^\s*(BEGIN|COMMIT)/i.test(s))).toHaveLength(2);
+    const written = statements
+      .slice(begin, commit + 1)
+      .map((s) => s.trim().split(/\s+/).slice(0, 3).join(' ').replaceAll('"', ''));
+    expect(written).toEqual([
+      expect.stringMatching(/^BEGIN/),
+      'INSERT INTO KbDocument',
+      'INSERT INTO KbDocumentSource',
+      'INSERT INTO Job',
+      'COMMIT',
+    ]);
+    // What was stored is what Prisma reads: the document as answered, the bytes as sent, the job.
+    const [answered] = (res!.body as { data: { documentID: string; metadata: unknown; status: string }[] }).data;
+    const { prisma } = t.app.services.db;
+    const doc = await prisma.kbDocument.findUniqueOrThrow({
+      where: { id: answered!.documentID },
+      include: { source: true },
+    });
+    expect(doc).toMatchObject({
+      projectId: p.projectID,
+      kind: 'file',
+      type: 'text',
+      name: 'plain.txt',
+      metadata: { team: 'ops' },
+      status: 'PENDING',
+      revision: 1,
+      chunkCount: 0,
+      environmentId: null,
+    });
+    expect(answered).toMatchObject({ metadata: { team: 'ops' }, status: 'PENDING' });
+    expect(Buffer.from(doc.source!.bytes!).toString('utf8')).toBe(content);
+    expect(doc.source).toMatchObject({ revision: 1, filename: 'plain.txt', table: null });
+    const job = await prisma.job.findUniqueOrThrow({ where: { dedupeKey: `kb-ingest:${doc.id}:1` } });
+    expect(job).toMatchObject({ queue: KB_INGEST_QUEUE, status: 'queued', projectId: p.projectID });
+    expect(job.payload).toEqual({ documentId: doc.id, revision: 1 });
+  });
+
   it('indexes every inserted chunk for full-text search, and a changed content again', async () => {
     const p = await t.app.createProject();
     await ingest(p, 'index.txt', paragraphs(30, 'kestrel'));
