@@ -10,8 +10,10 @@ import type { RecordTx, TurnRecord } from './turn-record';
  * transcript logs and usage events (through `TurnRecorder.recordBatch`), and the deletion of their
  * outbox entries, commit together. The transaction is the database driver's (`inRecordTx`): a few
  * statements per batch whatever its size, and no Prisma operation (docs/performance.md "Turn
- * path"). The first turn after a quiet spell is written at once; under load a transaction carries
- * many turns.
+ * path"). A batch starts once the current pass of the event loop is over (`setImmediate`), so the
+ * turns that finish in the same pass share it, and turns that finish while it is written share
+ * the next: on SQLite, whose one connection runs the turns' state commits one after another, that
+ * is what lets a batch carry more than one turn.
  *
  * The guarantees stay those of the outbox: an entry is deleted in the transaction that records it,
  * so it is recorded exactly once (recorders are idempotent per turn ID besides); a crash leaves the
@@ -206,7 +208,6 @@ export function createTurnRecordBatcher(deps: TurnOutboxDeps): TurnRecordBatcher
   }
 
   async function drain(): Promise<void> {
-    writing = true;
     try {
       while (queue.length) {
         const batch = queue.slice(0, maxBatch);
@@ -224,7 +225,11 @@ export function createTurnRecordBatcher(deps: TurnOutboxDeps): TurnRecordBatcher
       return new Promise<void>((resolve) => {
         held.add(jobId);
         queue.push({ record, jobId, done: resolve });
-        if (!writing) void drain();
+        if (!writing) {
+          writing = true;
+          // After the turns that finish in this pass of the event loop: they share the batch.
+          setImmediate(() => void drain());
+        }
       });
     },
   };

@@ -135,8 +135,13 @@ describeEachDatabase('the record batch on the driver', (provider) => {
 
     // Session "a" gets three turns, "b" two, the last of which ends the conversation.
     const turns = [turn(p, 'a'), turn(p, 'a'), turn(p, 'b'), turn(p, 'a'), turn(p, 'b', { ended: true })];
-    const jobs: string[] = [];
-    for (const r of turns) jobs.push(await enqueueTurnRecord(db.prisma, r));
+    // Each turn's outbox entry, written before it is handed to the batcher (as its state commit does).
+    // One after another, as a user's turns are (the batch keeps the entries' order).
+    const enqueued = async (list: TurnRecord[]) => {
+      const ids: string[] = [];
+      for (const r of list) ids.push(await enqueueTurnRecord(db.prisma, r));
+      return ids;
+    };
 
     const prismaOps: QueryEvent[] = [];
     const driverCalls: DriverEvent[] = [];
@@ -144,18 +149,24 @@ describeEachDatabase('the record batch on the driver', (provider) => {
       if (!e.background) prismaOps.push(e);
     };
     const onDriver = (e: DriverEvent) => driverCalls.push(e);
-    db.queryListeners.add(onQuery);
-    db.driverListeners.add(onDriver);
-    let statements: string[] = [];
-    try {
-      statements = await recordSqlStatements(async () => {
-        // The first turn is written at once; the four that finish meanwhile share the next batch.
-        await Promise.all(turns.map((r, i) => batcher.record(r, jobs[i]!)));
-      });
-    } finally {
-      db.queryListeners.delete(onQuery);
-      db.driverListeners.delete(onDriver);
-    }
+    /** Runs `fn` recording its Prisma operations, driver calls and SQL statements. */
+    const measured = async (fn: () => Promise<unknown>): Promise<string[]> => {
+      db.queryListeners.add(onQuery);
+      db.driverListeners.add(onDriver);
+      try {
+        return await recordSqlStatements(async () => {
+          await fn();
+        });
+      } finally {
+        db.queryListeners.delete(onQuery);
+        db.driverListeners.delete(onDriver);
+      }
+    };
+    // The first turn alone; then four that finish in one pass of the event loop share a batch.
+    const [firstJob] = await enqueued(turns.slice(0, 1));
+    const statements = await measured(() => batcher.record(turns[0]!, firstJob!));
+    const rest = await enqueued(turns.slice(1));
+    statements.push(...(await measured(() => Promise.all(turns.slice(1).map((r, i) => batcher.record(r, rest[i]!))))));
 
     expect(prismaOps.map((e) => `${e.model}.${e.operation}`)).toEqual([]);
     expect(driverCalls.map((e) => [e.label, e.commits])).toEqual([
