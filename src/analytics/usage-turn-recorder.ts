@@ -1,9 +1,11 @@
-import type { TurnRecord, TurnRecorder } from '../runtime/turn-record';
+import type { AppPubSub } from '../lib/pubsub';
+import type { RecordTx, TurnRecord, TurnRecorder } from '../runtime/turn-record';
 import { type UsageEvent, usageLimits } from './events';
 import {
   publishUsageCounters,
   type RecordedUsage,
   recordUsageEvents,
+  type UsageTx,
   type UsageWriterDeps,
   writeUsageEvents,
 } from './usage-event-writer';
@@ -104,9 +106,56 @@ export function usageEventsOfTurn(turn: TurnRecord): UsageEvent[] {
 }
 
 /**
+ * The writer's transaction client (`UsageTx`: the two raw-statement methods it calls) over a
+ * batch's driver transaction: the writer's statements, already in the engine's dialect, run on
+ * the batch's connection, with no Prisma operation.
+ */
+function usageTxOf(tx: RecordTx): UsageTx {
+  const client = {
+    $queryRawUnsafe: (sql: string, ...params: unknown[]) => tx.all(sql, params),
+    $executeRawUnsafe: (sql: string, ...params: unknown[]) => tx.run(sql, params),
+  };
+  // The writer awaits these and uses nothing of Prisma's promise but its result.
+  return client as unknown as UsageTx;
+}
+
+/** The usage events a batch's recorders added, written by one writer call before the batch commits. */
+const batchUsage = new WeakMap<RecordTx, { events: UsageEvent[]; pubsubs: Set<AppPubSub> }>();
+
+/**
+ * Adds usage events to the batch's one usage write (`tx.beforeCommit`): the turns' own events
+ * (`createUsageTurnRecorder`) and those of the transcripts the batch created
+ * (src/transcripts/transcript-turn-recorder.ts) go in the same statements, with the counters
+ * updated once. `pubsub` is told the changed counters after the commit.
+ */
+export function addBatchUsage(tx: RecordTx, events: readonly UsageEvent[], pubsub?: AppPubSub): void {
+  let entry = batchUsage.get(tx);
+  if (!entry) {
+    const added = { events: [] as UsageEvent[], pubsubs: new Set<AppPubSub>() };
+    entry = added;
+    batchUsage.set(tx, added);
+    tx.beforeCommit(async () => {
+      const recorded: RecordedUsage[] = [];
+      for (let i = 0; i < added.events.length; i += usageLimits.writeBatch) {
+        recorded.push(
+          await writeUsageEvents(usageTxOf(tx), added.events.slice(i, i + usageLimits.writeBatch), {
+            provider: tx.provider,
+          }),
+        );
+      }
+      return () => {
+        for (const p of added.pubsubs) for (const r of recorded) publishUsageCounters(p, r);
+      };
+    });
+  }
+  entry.events.push(...events);
+  if (pubsub) entry.pubsubs.add(pubsub);
+}
+
+/**
  * The TurnRecorder of usage analytics: writes each turn's usage events (`usageEventsOfTurn`) in a
- * transaction of their own (or, for a batch of turns, in the batch's transaction) and announces the
- * changed counters.
+ * transaction of their own (or, for a batch of turns, in the batch's one usage write, see
+ * `addBatchUsage`) and announces the changed counters.
  */
 export function createUsageTurnRecorder(deps: UsageWriterDeps): TurnRecorder {
   return {
@@ -115,17 +164,10 @@ export function createUsageTurnRecorder(deps: UsageWriterDeps): TurnRecorder {
     },
 
     async recordBatch(tx, turns) {
-      // The events of many turns in a few multi-row statements, rollups updated once per batch.
-      const events = turns.flatMap(usageEventsOfTurn);
-      const recorded: RecordedUsage[] = [];
-      for (let i = 0; i < events.length; i += usageLimits.writeBatch) {
-        recorded.push(
-          await writeUsageEvents(tx, events.slice(i, i + usageLimits.writeBatch), { provider: deps.db.provider }),
-        );
-      }
-      return () => {
-        if (deps.pubsub) for (const r of recorded) publishUsageCounters(deps.pubsub, r);
-      };
+      // The events of many turns in a few multi-row statements, rollups updated once per batch;
+      // the counters are announced by the write itself once the batch commits.
+      addBatchUsage(tx, turns.flatMap(usageEventsOfTurn), deps.pubsub);
+      return () => {};
     },
   };
 }

@@ -87,6 +87,15 @@ export interface SqliteDriver {
    * once per SQL text.
    */
   exclusive<T>(label: string, fn: (sql: SqliteStatements) => T, opts?: { transaction?: boolean }): Promise<T>;
+  /**
+   * `exclusive` with a transaction, for a function that awaits between its statements (a caller
+   * whose statements come from an async API): BEGIN IMMEDIATE, `fn`, then COMMIT when it resolves or
+   * ROLLBACK when it rejects, all under the connection's lock, so nothing else runs on the
+   * connection meanwhile. `fn` must await only its own statements (which run synchronously) and
+   * plain computation: anything that itself waits for the connection (a Prisma operation, another
+   * driver call) would wait for this transaction forever. Statements made after `fn` settled are refused.
+   */
+  transaction<T>(label: string, fn: (sql: SqliteStatements) => Promise<T>): Promise<T>;
 }
 
 /** The statements of one PostgreSQL driver transaction, all on its one pooled connection. */
@@ -407,24 +416,71 @@ function sqliteDriver(
     }
     return stmt;
   };
+  /** The statements of one call; `open` says whether they may still run (false once it settled). */
+  const statementsOf = (label: string, open: () => boolean) => {
+    const counted = { statements: 0 };
+    const check = () => {
+      if (!open()) throw new Error(`a statement of "${label}" came after its end`);
+      counted.statements++;
+    };
+    const sql: SqliteStatements = {
+      run: (text, ...params) => {
+        check();
+        return statementOf(text).run(...params);
+      },
+      get: <R>(text: string, ...params: unknown[]) => {
+        check();
+        return statementOf(text).get(...params) as R | undefined;
+      },
+      all: <R>(text: string, ...params: unknown[]) => {
+        check();
+        return statementOf(text).all(...params) as R[];
+      },
+    };
+    return { sql, counted };
+  };
+  /** Ends the connection's open transaction, if any, without throwing (the caller has its error). */
+  const rollback = () => {
+    try {
+      if (connection.inTransaction) statementOf('ROLLBACK').run();
+    } catch {
+      // Nothing better to do: SQLite rolls back on its own when it cannot go on.
+    }
+  };
   return {
     provider: 'sqlite',
+    async transaction<T>(label: string, fn: (sql: SqliteStatements) => Promise<T>): Promise<T> {
+      let open = false;
+      const { sql, counted } = statementsOf(label, () => open);
+      const release = await lock.acquire();
+      let committed = 0;
+      try {
+        // IMMEDIATE for the reason beginImmediate gives.
+        statementOf('BEGIN IMMEDIATE').run();
+        open = true;
+        let result: T;
+        try {
+          result = await fn(sql);
+        } catch (err) {
+          open = false;
+          rollback();
+          throw err;
+        }
+        open = false;
+        statementOf('COMMIT').run();
+        committed = 1;
+        return result;
+      } finally {
+        open = false;
+        // A COMMIT that failed (SQLITE_BUSY from another process) leaves the transaction open.
+        rollback();
+        release();
+        report(label, counted.statements, committed);
+      }
+    },
     async exclusive(label, fn, opts) {
-      let statements = 0;
-      const sql: SqliteStatements = {
-        run: (text, ...params) => {
-          statements++;
-          return statementOf(text).run(...params);
-        },
-        get: <R>(text: string, ...params: unknown[]) => {
-          statements++;
-          return statementOf(text).get(...params) as R | undefined;
-        },
-        all: <R>(text: string, ...params: unknown[]) => {
-          statements++;
-          return statementOf(text).all(...params) as R[];
-        },
-      };
+      let settled = false;
+      const { sql, counted } = statementsOf(label, () => !settled);
       const release = await lock.acquire();
       let committed = 0;
       try {
@@ -434,8 +490,9 @@ function sqliteDriver(
         committed = 1;
         return result;
       } finally {
+        settled = true;
         release();
-        report(label, statements, committed);
+        report(label, counted.statements, committed);
       }
     },
   };

@@ -1,4 +1,3 @@
-import type { PrismaTx } from '../db/transaction';
 import type { Logger } from '../lib/logger';
 import type { AgentStepRecord, ApiCallRecord, FunctionCallRecord, IntegrationCallRecord } from './steps/step-type';
 import type { OutputTrace } from './trace-format';
@@ -78,12 +77,35 @@ export interface TurnRecorder {
    */
   record(turn: TurnRecord): Promise<void>;
   /**
-   * Records many turns (in turn order per user) inside the caller's transaction: what it writes
-   * commits or rolls back with the transaction, and it must be idempotent per `turnID` as `record`
-   * is. Returns what to do once the transaction has committed (announcements, log lines). Without
-   * it, the runtime records each turn on its own through `record` (src/runtime/turn-record-batcher.ts).
+   * Records many turns (in turn order per user) inside the caller's driver transaction: what it
+   * writes commits or rolls back with the transaction, and it must be idempotent per `turnID` as
+   * `record` is. Returns what to do once the transaction has committed (announcements, log lines).
+   * Without it, the runtime records each turn on its own through `record`
+   * (src/runtime/turn-record-batcher.ts).
    */
-  recordBatch?(tx: PrismaTx, turns: readonly TurnRecord[]): Promise<() => void>;
+  recordBatch?(tx: RecordTx, turns: readonly TurnRecord[]): Promise<() => void>;
+}
+
+/**
+ * The database transaction a batch of turns is recorded in (src/runtime/turn-record-batcher.ts):
+ * statements straight through the driver, no Prisma operation (docs/performance.md "Turn path").
+ * On SQLite it holds the one connection from BEGIN IMMEDIATE to COMMIT: a recorder must await
+ * nothing but these statements (a Prisma operation or another driver call would wait forever).
+ * Values are stored as Prisma stores them (`storedTimestamp` of src/db/client.ts, JSON as text on
+ * SQLite), so Prisma reads the rows back as its own.
+ */
+export interface RecordTx {
+  provider: 'sqlite' | 'postgresql';
+  /** Runs a statement (`?` placeholders on SQLite, `$1…` on PostgreSQL) and returns its rows. */
+  all<R>(sql: string, params: readonly unknown[]): Promise<R[]>;
+  /** Runs a statement that returns no rows; resolves with how many rows it changed. */
+  run(sql: string, params: readonly unknown[]): Promise<number>;
+  /**
+   * Runs `fn` once every recorder has written its part, still inside the transaction (a write
+   * several recorders add to, such as the batch's one usage write); what it returns runs after the
+   * commit. Functions run in the order they were added.
+   */
+  beforeCommit(fn: () => Promise<() => void>): void;
 }
 
 /** One structured log line per turn (component `runtime`), beside the transcript and usage recorders. */

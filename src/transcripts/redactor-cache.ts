@@ -15,9 +15,16 @@ import { compileRedactionPatterns, createRedactor, type Redactor } from './redac
  * leaves an instance behind by that long at most; and a read that began before a change the
  * instance heard of is not kept, so a slow read never puts old patterns back.
  */
+/**
+ * Where a project's patterns are read from: a Prisma client or transaction, or a function that
+ * reads them (in the order they apply) some other way (the runtime's record batch reads them
+ * through its driver transaction).
+ */
+export type PatternSource = PrismaTx | ((projectId: string) => Promise<readonly string[]>);
+
 export interface RedactorCache {
-  /** The project's redactor: from memory, or read through `tx` (the caller's transaction, or a client). */
-  get(tx: PrismaTx, projectId: string): Promise<Redactor>;
+  /** The project's redactor: from memory, or read from `tx` (the caller's transaction, a client, a reader). */
+  get(tx: PatternSource, projectId: string): Promise<Redactor>;
   /** Drops the project's entry (its patterns changed). */
   forget(projectId: string): void;
   /** Ends the subscription to changes made elsewhere. */
@@ -29,16 +36,21 @@ const maxEntries = 2000;
 
 /** Reads the project's patterns, in the order they apply, and builds its redactor. */
 export async function readRedactor(
-  tx: PrismaTx,
+  tx: PatternSource,
   projectId: string,
   phoneRegions?: readonly CountryCode[],
 ): Promise<Redactor> {
-  const rows = await tx.transcriptRedactionPattern.findMany({
-    where: { projectId },
-    orderBy: { createdAt: 'asc' },
-    select: { pattern: true },
-  });
-  return createRedactor(compileRedactionPatterns(rows.map((r) => r.pattern)), phoneRegions);
+  const patterns =
+    typeof tx === 'function'
+      ? await tx(projectId)
+      : (
+          await tx.transcriptRedactionPattern.findMany({
+            where: { projectId },
+            orderBy: { createdAt: 'asc' },
+            select: { pattern: true },
+          })
+        ).map((r) => r.pattern);
+  return createRedactor(compileRedactionPatterns(patterns), phoneRegions);
 }
 
 export function createRedactorCache(

@@ -9,7 +9,7 @@ import { AppError, conflict, notFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { AppPubSub } from '../lib/pubsub';
 import { compileRedactionPatterns, type Redactor } from './redaction';
-import { type RedactorCache, readRedactor } from './redactor-cache';
+import { type PatternSource, type RedactorCache, readRedactor } from './redactor-cache';
 import type { LogInput } from './validation';
 
 /**
@@ -95,17 +95,17 @@ export async function isSessionTranscriptEnded(
 
 /** The project's redactor: built-in detectors plus its own patterns, read now. */
 export async function loadRedactor(
-  tx: PrismaTx,
+  tx: PatternSource,
   projectId: string,
   phoneRegions?: readonly CountryCode[],
 ): Promise<Redactor> {
   return readRedactor(tx, projectId, phoneRegions);
 }
 
-/** The project's redactor: from `deps.redactors` when there is one, else read through `tx`. */
+/** The project's redactor: from `deps.redactors` when there is one, else read from `tx`. */
 export function redactorOf(
   deps: Pick<TranscriptDeps, 'redactors' | 'phoneRegions'>,
-  tx: PrismaTx,
+  tx: PatternSource,
   projectId: string,
 ): Promise<Redactor> {
   return deps.redactors ? deps.redactors.get(tx, projectId) : loadRedactor(tx, projectId, deps.phoneRegions);

@@ -1,14 +1,6 @@
 import type { TurnRecord, TurnRecorder } from '../runtime/turn-record';
-import type { Redactor } from './redaction';
-import {
-  publishRecordedSessionLogs,
-  type RecordedSessionLogs,
-  recordSessionLogs,
-  recordSessionLogsInTx,
-  redactorOf,
-  type SessionKey,
-  type TranscriptDeps,
-} from './service';
+import { recordSessionLogs, type SessionKey, type TranscriptDeps } from './service';
+import { recordTurnLogsInTx } from './turn-record-sql';
 import type { LogInput } from './validation';
 
 /**
@@ -56,23 +48,9 @@ export function createTranscriptTurnRecorder(deps: TranscriptDeps): TurnRecorder
     },
 
     async recordBatch(tx, turns) {
-      // Many turns of one project share its redactor: looked up once per batch (from the cache
-      // of deps.redactors when there is one, so usually no read at all).
-      const redactors = new Map<string, Redactor>();
-      const written: RecordedSessionLogs[] = [];
-      for (const turn of turns) {
-        if (!turn.sessionID) continue;
-        let redactor = redactors.get(turn.projectID);
-        if (!redactor) {
-          redactor = await redactorOf(deps, tx, turn.projectID);
-          redactors.set(turn.projectID, redactor);
-        }
-        const w = await recordSessionLogsInTx(deps, tx, sessionLogsOf(turn), redactor);
-        if (w) written.push(w);
-      }
-      return () => {
-        for (const w of written) publishRecordedSessionLogs(deps, w);
-      };
+      // All the turns' logs in a few driver statements (./turn-record-sql.ts); each project's
+      // redactor from the cache of deps.redactors when there is one, so usually no read at all.
+      return recordTurnLogsInTx(deps, tx, turns.filter((turn) => turn.sessionID).map(sessionLogsOf));
     },
   };
 }

@@ -5,9 +5,10 @@ import { newId } from '../../src/lib/ids';
 import { createTestDatabase, describeEachDatabase } from '../helpers/lanes';
 
 /**
- * A driver transaction (SqliteDriver.exclusive with `transaction`, PostgresDriver.transaction)
- * commits all of its statements or none: the usage writer relies on it to keep the counters and
- * the events they count together.
+ * A driver transaction (SqliteDriver.exclusive with `transaction`, SqliteDriver.transaction,
+ * PostgresDriver.transaction) commits all of its statements or none: the usage writer relies on it
+ * to keep the counters and the events they count together, the runtime's record batch to delete
+ * a turn's outbox entry exactly when its records are written.
  */
 describeEachDatabase('driver transactions', (provider) => {
   let database: ScratchDatabase;
@@ -146,4 +147,53 @@ describeEachDatabase('driver transactions', (provider) => {
     await expect(tx).rejects.toThrow('roll back');
     expect(await countOf([id])).toBe(0);
   });
+
+  it.runIf(provider === 'sqlite')(
+    'runs an awaiting SQLite transaction alone on the connection, all or nothing, and refuses a late statement',
+    async () => {
+      const driver = db.driver;
+      if (driver.provider !== 'sqlite') return;
+      const now = new Date().toISOString();
+      const insert = 'INSERT INTO "Workspace" ("id", "name", "createdAt", "updatedAt") VALUES (?, ?, ?, ?)';
+      const events: DriverEvent[] = [];
+      const listener = (e: DriverEvent) => events.push(e);
+      db.driverListeners.add(listener);
+      const [a, b, c, d] = [newId(), newId(), newId(), newId()];
+      let leaked: Parameters<Parameters<typeof driver.transaction>[1]>[0] | undefined;
+      try {
+        // A Prisma read asked for while the transaction awaits between its statements runs after
+        // its COMMIT (the connection's lock), so it never sees the transaction half done.
+        let read: Promise<number> | undefined;
+        await driver.transaction('test.async', async (sql) => {
+          leaked = sql;
+          sql.run(insert, a, 'w', now, now);
+          read = countOf([a, b]);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          sql.run(insert, b, 'w', now, now);
+        });
+        expect(await read).toBe(2);
+        await expect(
+          driver.transaction('test.async', async (sql) => {
+            sql.run(insert, c, 'w', now, now);
+            await Promise.resolve();
+            sql.run(insert, d, 'w', now, now);
+            throw new Error('fail after the inserts');
+          }),
+        ).rejects.toThrow('fail after the inserts');
+      } finally {
+        db.driverListeners.delete(listener);
+      }
+      expect(await countOf([c, d])).toBe(0);
+      expect(events).toEqual([
+        { label: 'test.async', statements: 2, commits: 1 },
+        { label: 'test.async', statements: 2, commits: 0 },
+      ]);
+      expect(() => leaked?.run('SELECT 1')).toThrow(/after its end/);
+      // The connection is out of its transaction: the next one commits.
+      await driver.transaction('test.async', async (sql) => {
+        sql.run(insert, c, 'w', now, now);
+      });
+      expect(await countOf([c])).toBe(1);
+    },
+  );
 });
