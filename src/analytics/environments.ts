@@ -1,6 +1,6 @@
-import { resolveEnvironments } from '../admin/environments';
+import { environmentNotFoundMessage, resolveEnvironments } from '../admin/environments';
 import type { Db } from '../db/client';
-import { AppError } from '../lib/errors';
+import { AppError, type ErrorDetail } from '../lib/errors';
 import { isId } from '../lib/ids';
 
 /**
@@ -47,18 +47,38 @@ export async function resolveEnvironmentFilter(
 }
 
 /**
- * Resolves the environment (ID or alias) of each ingested event, for the projects named. Returns
- * the IDs in the events' order; a name a project lacks is a 404 naming every such event.
+ * Resolves the environment (ID or alias) of each ingested event, for the projects named (already
+ * checked as the caller's). Returns the IDs in the events' order; a name a project lacks is a 404
+ * naming every such event, worded as `resolveEnvironments` words it (an ID-shaped reference is
+ * looked up by ID, anything else by alias: DECISIONS.md §1). Once per ingestion batch, so it reads
+ * the projects' environments with one statement through `db.queryRows` rather than Prisma's client.
  */
 export async function resolveEventEnvironments(
   db: Db,
   events: readonly { projectId: string; environment: string }[],
   pathOf: (index: number) => string,
 ): Promise<string[]> {
-  const found = await resolveEnvironments(
-    db.prisma,
-    events.map((e) => ({ projectId: e.projectId, ref: e.environment })),
-    pathOf,
+  if (events.length === 0) return [];
+  const projects = [...new Set(events.map((e) => e.projectId))];
+  const placeholders = projects.map((_, i) => (db.provider === 'postgresql' ? `$${i + 1}` : '?')).join(', ');
+  const rows = await db.queryRows(
+    `SELECT "id", "alias", "projectId" FROM "Environment" WHERE "projectId" IN (${placeholders})`,
+    projects,
   );
-  return found.map((e) => e.id);
+  const byRef = new Map<string, string>();
+  for (const row of rows) {
+    const id = String(row.id);
+    byRef.set(`${row.projectId}\u0000id\u0000${id}`, id);
+    byRef.set(`${row.projectId}\u0000alias\u0000${row.alias}`, id);
+  }
+  const problems: ErrorDetail[] = [];
+  const ids = events.map((e, index) => {
+    const id = byRef.get(`${e.projectId}\u0000${isId(e.environment) ? 'id' : 'alias'}\u0000${e.environment}`);
+    if (id === undefined) problems.push({ path: pathOf(index), message: environmentNotFoundMessage(e.environment) });
+    return id ?? '';
+  });
+  if (problems.length) {
+    throw new AppError('NOT_FOUND', `${problems[0]!.path}: ${problems[0]!.message}`, { details: problems });
+  }
+  return ids;
 }

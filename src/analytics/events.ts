@@ -150,15 +150,8 @@ export interface UsageEventRow extends UsageDimensions {
  * transcript ID in the event row, but transcripts are counted per hour, not per transcript.
  */
 export function counterDimensionsOf(row: UsageEventRow): UsageDimensions {
-  if (row.kind === 'transcript') return emptyDimensions;
-  return {
-    type: row.type,
-    model: row.model,
-    diagramId: row.diagramId,
-    nodeId: row.nodeId,
-    subjectId: row.subjectId,
-    name: row.name,
-  };
+  // The row holds the dimension columns itself: read, never copied (this runs for every event).
+  return row.kind === 'transcript' ? emptyDimensions : row;
 }
 
 /**

@@ -149,6 +149,88 @@ describeEachDatabase('usage event writer', (provider) => {
     expect(await count(q.projectID)).toEqual({ events: 2, rollups: 3, totals: 3, users: 1 });
   });
 
+  it('stores the same rows and counters through the driver (one statement per row on SQLite) as inside a Prisma transaction (JSON rows)', async () => {
+    const viaDriver = await t.app.createProject();
+    const viaPrisma = await t.app.createProject();
+    const occurredAt = new Date(Date.UTC(2026, 3, 2, 9, 30, 15, 123));
+    const eventsOf = (p: TestProject): UsageEvent[] => {
+      const env = environmentIds(p).prod;
+      const common = { projectId: p.projectID, environmentId: env, occurredAt };
+      return [
+        { ...common, kind: 'interaction', type: 'text', userId: 'u1', idempotencyKey: 'k1' },
+        { ...common, kind: 'interaction', type: 'text', userId: 'u1', idempotencyKey: 'k1' },
+        { ...common, kind: 'interaction', type: 'launch', userId: 'u2' },
+        { ...common, kind: 'credit', type: 'llm-output', model: 'm', tokens: 1234, diagramId: 'd', nodeId: 'n' },
+        { ...common, kind: 'function_call', functionId: 'f', name: 'fn', success: false, userId: 'u1' },
+        { ...common, kind: 'api_call', apiToolId: 'api', success: true },
+        { ...common, kind: 'integration_call', integrationToolName: 'slack', success: true },
+        { ...common, kind: 'kb_document', documentId: 'doc' },
+        { ...common, kind: 'transcript', transcriptId: 't1' },
+        { ...common, kind: 'agent_invocation', agentId: 'a', name: 'Agent', success: false },
+        { ...common, kind: 'intent', name: 'refund', idempotencyKey: 'k2' },
+      ];
+    };
+    const now = new Date(Date.UTC(2026, 3, 2, 10));
+    const driverResult = await recordUsageEvents({ db: t.app.services.db }, eventsOf(viaDriver), { now });
+    const prismaResult = await t.app.services.db.prisma.$transaction((tx) =>
+      writeUsageEvents(tx, eventsOf(viaPrisma), { provider, now }),
+    );
+    // Sent again: the keyed events are duplicates on both paths, the others are stored again.
+    const again = await recordUsageEvents({ db: t.app.services.db }, eventsOf(viaDriver), { now });
+    const againInTx = await t.app.services.db.prisma.$transaction((tx) =>
+      writeUsageEvents(tx, eventsOf(viaPrisma), { provider, now }),
+    );
+    expect([again.recorded, again.duplicates]).toEqual([8, 3]);
+    expect([againInTx.recorded, againInTx.duplicates]).toEqual([8, 3]);
+    // The same counters, told apart only by project and environment (compared by alias).
+    const countersOf = (p: TestProject, r: typeof driverResult) => ({
+      ...r,
+      counters: r.counters.map(({ projectId: _, environmentId, ...c }) => ({
+        ...c,
+        environment: p.environments.find((e) => e.id === environmentId)?.alias,
+      })),
+    });
+    expect(countersOf(viaDriver, driverResult)).toEqual(countersOf(viaPrisma, prismaResult));
+    expect(driverResult).toMatchObject({ recorded: 10, duplicates: 1 });
+
+    const prisma = t.app.services.db.prisma;
+    const stored = async (p: TestProject) => {
+      const events = await prisma.usageEvent.findMany({
+        where: { projectId: p.projectID },
+        orderBy: [{ kind: 'asc' }, { type: 'asc' }, { idempotencyKey: 'asc' }],
+      });
+      const rollups = await prisma.usageRollup.findMany({
+        where: { projectId: p.projectID },
+        orderBy: [{ metric: 'asc' }, { type: 'asc' }, { subjectId: 'asc' }],
+      });
+      const strip = <T extends { projectId: string }>({ projectId: _, ...rest }: T) => rest;
+      return {
+        events: events.map(({ id: _, projectId: __, ...e }) => e),
+        rollups: rollups.map(strip),
+        totals: (
+          await prisma.usageHourTotal.findMany({ where: { projectId: p.projectID }, orderBy: { metric: 'asc' } })
+        ).map(strip),
+        users: (
+          await prisma.usageHourUser.findMany({ where: { projectId: p.projectID }, orderBy: { userId: 'asc' } })
+        ).map(strip),
+        days: (await prisma.usageDayIntent.findMany({ where: { projectId: p.projectID } })).map(strip),
+      };
+    };
+    const a = await stored(viaDriver);
+    const b = await stored(viaPrisma);
+    // Environments differ per project: compare them by alias.
+    const alias = (p: TestProject, id: string) => p.environments.find((e) => e.id === id)?.alias;
+    const byAlias = (p: TestProject, x: Awaited<ReturnType<typeof stored>>) =>
+      JSON.stringify(x, (key, value) =>
+        key === 'environmentId' ? alias(p, value) : typeof value === 'bigint' ? Number(value) : value,
+      );
+    expect(byAlias(viaDriver, a)).toBe(byAlias(viaPrisma, b));
+    expect(a.events).toHaveLength(18);
+    expect(a.events.find((e) => e.kind === 'function_call')).toMatchObject({ success: false, userId: 'u1' });
+    expect(a.events.find((e) => e.kind === 'credit')).toMatchObject({ quantity: 1234n, success: null, occurredAt });
+    expect(a.events.every((e) => e.recordedAt.getTime() === now.getTime())).toBe(true);
+  });
+
   it('stores nothing when any write of a batch fails, even after earlier statements succeeded', async () => {
     const q = await t.app.createProject();
     const env = environmentIds(q).prod;
