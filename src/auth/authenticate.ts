@@ -1,11 +1,14 @@
 import type { Db } from '../db/client';
 import type { Logger } from '../lib/logger';
+import type { AppPubSub } from '../lib/pubsub';
 import { constantTimeEqual, hashSecret, parseApiKey, parseScopes } from './keys';
-import type { Principal } from './principal';
+import type { KeyProject, Principal } from './principal';
 
 interface CachedKey {
   workspaceId: string;
   projectId: string | null;
+  /** The project of a project key, read with the key (null for a workspace key). */
+  project: KeyProject | null;
   secretHash: string;
   scopes: Principal & { kind: 'key' } extends { scopes: infer S } ? S : never;
   revokedAt: Date | null;
@@ -16,8 +19,13 @@ interface CachedKey {
 
 export interface Authenticator {
   authenticate(authorization: string | null | undefined): Promise<Principal>;
-  /** Forget a key at once on this instance (after revocation or rotation). */
+  /**
+   * Forget a key at once (after revocation or rotation): on this instance before it returns, and on
+   * every other instance once it hears the `apiKeyChanged` announcement (through Redis with REDIS_URL).
+   */
   invalidate(keyId: string): void;
+  /** Ends the subscription to changes announced by other instances. */
+  close(): void;
 }
 
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
@@ -26,20 +34,64 @@ const LAST_USED_WRITE_INTERVAL_MS = 60_000;
  * Turns an Authorization header into a principal. Accepts the raw key or `Bearer <key>`, and
  * ADMIN_TOKEN for the operator. Verified keys are cached for `cacheTtlMs`, so most requests cost
  * one SHA-256 and no query; `lastUsedAt` is written at most once a minute per key.
+ *
+ * A project key's project (ID, workspace, name) is read with the key, in the same query, and kept
+ * in the same entry, so the ownership check of an operation on the key's own project
+ * (`requireProject`, src/graphql/access.ts) needs no query either. A project is never renamed,
+ * moved or deleted without its keys going too (projects are only created; a deleted project takes
+ * its keys with it, `onDelete: Cascade`), so the entry is exactly as fresh as the key itself.
+ *
+ * An entry is dropped when the key changes (`invalidate`, announced on the `apiKeyChanged` topic to
+ * every instance), and read again once it is older than `cacheTtlMs`, so an announcement lost on
+ * the way (Redis down) or a change made without one (the CLI, another process) leaves an instance
+ * behind by that long at most. A read that began before a change this instance heard of is not
+ * kept, so a slow read never puts a revoked key back.
  */
 export function createAuthenticator(opts: {
   db: Db;
   adminToken?: string;
   cacheTtlMs: number;
   logger: Logger;
+  /** Where key changes are announced; without it, changes reach other instances by age only. */
+  pubsub?: AppPubSub;
 }): Authenticator {
   const cache = new Map<string, CachedKey>();
+  /** Bumped by every change heard of: a read that began before one is not kept. */
+  let generation = 0;
+  let closed = false;
+
+  const forget = (keyId: string) => {
+    generation++;
+    cache.delete(keyId);
+  };
+
+  const iterator = opts.pubsub?.subscribe('apiKeyChanged')[Symbol.asyncIterator]();
+  if (iterator) {
+    void (async () => {
+      try {
+        for (;;) {
+          const next = await iterator.next();
+          if (next.done || closed) return;
+          forget(next.value.keyId);
+        }
+      } catch (err) {
+        opts.logger.warn(
+          { err, component: 'auth' },
+          'the apiKeyChanged subscription ended; API keys are re-read by age only',
+        );
+      }
+    })();
+  }
 
   async function load(keyId: string): Promise<CachedKey | null> {
     const now = Date.now();
     const hit = cache.get(keyId);
     if (hit && now - hit.fetchedAt < opts.cacheTtlMs) return hit;
-    const row = await opts.db.prisma.apiKey.findUnique({ where: { id: keyId } });
+    const startedAt = generation;
+    const row = await opts.db.prisma.apiKey.findUnique({
+      where: { id: keyId },
+      include: { project: { select: { id: true, workspaceId: true, name: true } } },
+    });
     if (!row) {
       cache.delete(keyId);
       return null;
@@ -47,6 +99,7 @@ export function createAuthenticator(opts: {
     const entry: CachedKey = {
       workspaceId: row.workspaceId,
       projectId: row.projectId,
+      project: row.project,
       secretHash: row.secretHash,
       scopes: new Set(parseScopes(row.scopes)),
       revokedAt: row.revokedAt,
@@ -54,13 +107,22 @@ export function createAuthenticator(opts: {
       fetchedAt: now,
       lastUsedWrite: hit?.lastUsedWrite ?? row.lastUsedAt?.getTime() ?? 0,
     };
-    if (cache.size > 10_000) cache.clear();
-    cache.set(keyId, entry);
+    if (generation === startedAt) {
+      if (cache.size > 10_000) cache.clear();
+      cache.set(keyId, entry);
+    }
     return entry;
   }
 
   return {
-    invalidate: (keyId) => cache.delete(keyId),
+    invalidate(keyId) {
+      forget(keyId);
+      opts.pubsub?.publish('apiKeyChanged', { keyId });
+    },
+    close() {
+      closed = true;
+      void iterator?.return?.();
+    },
     async authenticate(header) {
       const raw = header?.trim();
       if (!raw) return { kind: 'anonymous', reason: 'Missing Authorization header: send your API key in it.' };
@@ -88,6 +150,7 @@ export function createAuthenticator(opts: {
         keyId: parsed.keyId,
         workspaceId: key.workspaceId,
         projectId: key.projectId,
+        project: key.project,
         scopes: key.scopes,
       };
     },
