@@ -1,10 +1,11 @@
-import express, { type NextFunction, type Request, type Response } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { requestIdFrom } from './graphql/context';
 import { createGraphQLJsonHandler, fastPathBlockers, isPlainJsonOperation } from './graphql/json-fast-path';
 import { createParleyYoga, type ParleyYoga } from './graphql/yoga';
 import { consoleRouter } from './http/console';
 import { edgeRateLimit, useEdgeMiddleware } from './http/edge';
 import { graphiqlAssetsHandler } from './http/graphiql';
+import { readDeclaredBody } from './http/read-body';
 import { createWebChatRouter } from './http/web-chat';
 import { fieldGroupsOf } from './ops/route-groups';
 import { createRestRouter } from './rest/adapter';
@@ -47,13 +48,28 @@ export function buildApp(services: AppServices): ParleyApp {
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   app.set('trust proxy', config.TRUST_PROXY);
+
+  // A JSON operation on POST /graphql runs the middleware every request passes through (below:
+  // the edge's, the request ID) and then the GraphQL handler, in that order, without the router
+  // matching it against every other layer first (see `graphqlJsonChain`).
+  const blocker = fastPathBlockers(yoga, { graphiql: config.GRAPHIQL });
+  if (blocker) logger.warn({ reason: blocker }, 'GraphQL JSON fast path off');
+  let graphqlJsonChain: RequestHandler[] = [];
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (blocker || !isPlainJsonOperation(req, yoga.graphqlEndpoint)) {
+      next();
+      return;
+    }
+    runChain(graphqlJsonChain, req, res, next);
+  });
+
   // Spans, metrics, CORS, security headers and GET /metrics (docs/operations.md).
-  useEdgeMiddleware(app, services, { graphqlEndpoint: yoga.graphqlEndpoint, routes });
+  const edge = useEdgeMiddleware(app, services, { graphqlEndpoint: yoga.graphqlEndpoint, routes });
 
   // A request ID on every request and response; the caller's own when it sends a sane one.
   // The request log line is made only when the log level shows it (not at LOG_LEVEL=warn and above).
   const logRequests = logger.isLevelEnabled('info');
-  app.use((req: Request, res: Response, next: NextFunction) => {
+  const requestId = (req: Request, res: Response, next: NextFunction) => {
     const id = requestIdFrom(req.get('x-request-id'));
     req.headers['x-request-id'] = id;
     res.setHeader('x-request-id', id);
@@ -75,7 +91,8 @@ export function buildApp(services: AppServices): ParleyApp {
       );
     });
     next();
-  });
+  };
+  app.use(requestId);
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -116,23 +133,40 @@ export function buildApp(services: AppServices): ParleyApp {
   });
   // A JSON operation runs through Yoga's pipeline without the Fetch adaptation (src/graphql/json-fast-path.ts),
   // unless the pipeline has hooks that path would skip; everything else goes to Yoga's own handler.
-  const blocker = fastPathBlockers(yoga, { graphiql: config.GRAPHIQL });
-  if (blocker) logger.warn({ reason: blocker }, 'GraphQL JSON fast path off');
+  // Its body, when its length is declared and within the limit, is read without body-parser.
   const serveJson = createGraphQLJsonHandler(yoga, (req: Request, res: Response) => yoga(req, res));
+  const graphqlJson = (req: Request, res: Response, next: NextFunction) => {
+    const served = (err: Error | null, body?: Buffer) => {
+      if (err) {
+        next(err);
+        return;
+      }
+      req.body = body;
+      void serveJson(req, res, body as Buffer, next);
+    };
+    if (readDeclaredBody(req, config.BODY_LIMIT_BYTES, served)) return;
+    readGraphQLBody(req, res, (err?: unknown) => {
+      if (err) {
+        next(err);
+        return;
+      }
+      if (Buffer.isBuffer(req.body)) void serveJson(req, res, req.body, next);
+      else yoga(req, res);
+    });
+  };
+  graphqlJsonChain = [...edge, requestId, graphqlJson];
   app.use((req: Request, res: Response, next: NextFunction) => {
     if (req.path !== yoga.graphqlEndpoint && !req.path.startsWith(`${yoga.graphqlEndpoint}/`)) {
       next();
       return;
     }
-    const fast = !blocker && isPlainJsonOperation(req, yoga.graphqlEndpoint);
-    const read = !fast && req.is('multipart/form-data') ? readGraphQLUpload : readGraphQLBody;
+    const read = req.is('multipart/form-data') ? readGraphQLUpload : readGraphQLBody;
     read(req, res, (err?: unknown) => {
       if (err) {
         next(err);
         return;
       }
-      if (fast && Buffer.isBuffer(req.body)) void serveJson(req, res, req.body, next);
-      else yoga(req, res);
+      yoga(req, res);
     });
   });
 
@@ -193,4 +227,31 @@ export function buildApp(services: AppServices): ParleyApp {
       draining = true;
     },
   };
+}
+
+/**
+ * Runs `handlers` one after the other as the router would run them for a request they all match:
+ * each calls `next()` to go on; an error (passed to `next`, thrown, or a rejected promise) goes to
+ * `done`, the router's own `next`, which skips to the error handlers. The last handler answers.
+ */
+function runChain(handlers: readonly RequestHandler[], req: Request, res: Response, done: NextFunction): void {
+  let index = 0;
+  const next = (err?: unknown) => {
+    if (err) {
+      done(err);
+      return;
+    }
+    const handler = handlers[index++];
+    if (!handler) {
+      done(new Error('the GraphQL JSON chain ended without an answer'));
+      return;
+    }
+    try {
+      const returned = handler(req, res, next) as unknown;
+      if (returned instanceof Promise) returned.catch(done);
+    } catch (thrown) {
+      done(thrown);
+    }
+  };
+  next();
 }

@@ -96,6 +96,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     adminToken: config.ADMIN_TOKEN,
     cacheTtlMs: config.KEY_CACHE_TTL_MS,
     logger,
+    pubsub,
   });
   const jobs = createJobRunner({
     db,
@@ -295,6 +296,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     async close() {
       await runtime.close();
       redactors.close();
+      auth.close();
       await mcpPool.close();
       await outboundFetch.close();
       await jobs.stop({ graceMs: config.SHUTDOWN_GRACE_MS });

@@ -60,6 +60,11 @@ export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
 
+/** `hashSecret` as bytes. */
+export function secretDigest(secret: string): Buffer {
+  return createHash('sha256').update(secret).digest();
+}
+
 /** Compares two strings in time independent of where they differ. */
 export function constantTimeEqual(a: string, b: string): boolean {
   const ha = createHash('sha256').update(a).digest();

@@ -1,5 +1,12 @@
 import type { Scope } from './keys';
 
+/** A project as the ownership checks need it (src/graphql/access.ts `ReachedProject`). */
+export interface KeyProject {
+  id: string;
+  workspaceId: string;
+  name: string;
+}
+
 /** Who is calling. Resolved once per request from the Authorization header. */
 export type Principal =
   | { kind: 'anonymous'; reason: string }
@@ -11,6 +18,8 @@ export type Principal =
       workspaceId: string;
       /** Null for a workspace key. */
       projectId: string | null;
+      /** The project of a project key, read and cached with the key; null for a workspace key. */
+      project: KeyProject | null;
       scopes: ReadonlySet<Scope>;
     };
 

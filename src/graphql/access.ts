@@ -23,6 +23,17 @@ export interface ReachedProject {
 export type DenyAs = 'not-found' | 'unauthorized';
 
 /**
+ * The project `projectId`, or null when there is none: a project key's own project comes with the
+ * key (read and cached with it, src/auth/authenticate.ts), so checking it costs no query; any other
+ * is read through the request's loader.
+ */
+function reachableProject(ctx: Context, projectId: string): Promise<ReachedProject | null> | ReachedProject | null {
+  const p = ctx.principal;
+  if (p.kind === 'key' && p.project && p.project.id === projectId) return p.project;
+  return isId(projectId) ? ctx.loaders.project.load(projectId) : null;
+}
+
+/**
  * The project `projectId` if the caller reaches it; otherwise (missing or another tenant's) a 404
  * `Project "<id>" not found`, or with `denyAs: 'unauthorized'` SPEC.md's 401 of the usage query.
  */
@@ -31,7 +42,7 @@ export async function requireProject(
   projectId: string,
   opts: { denyAs?: DenyAs } = {},
 ): Promise<ReachedProject> {
-  const project = isId(projectId) ? await ctx.loaders.project.load(projectId) : null;
+  const project = await reachableProject(ctx, projectId);
   if (!project || !reachesProject(ctx.principal, project)) {
     if (opts.denyAs === 'unauthorized') {
       throw new AppError('FORBIDDEN', `This API key does not have access to project "${projectId}".`);
@@ -79,7 +90,7 @@ const ownerLookups: Record<OwnedKind, (ctx: Context, id: string) => Promise<{ pr
  */
 export async function requireOwned(ctx: Context, kind: OwnedKind, id: string): Promise<ReachedProject> {
   const row = isId(id) ? await ownerLookups[kind](ctx, id) : null;
-  const project = row ? await ctx.loaders.project.load(row.projectId) : null;
+  const project = row ? await reachableProject(ctx, row.projectId) : null;
   if (!project || !reachesProject(ctx.principal, project)) throw notFound(kind, id);
   return project;
 }

@@ -3,6 +3,7 @@ import PrismaPlugin from '@pothos/plugin-prisma';
 import RelayPlugin from '@pothos/plugin-relay';
 import ScopeAuthPlugin, { type AuthFailure, AuthScopeFailureType } from '@pothos/plugin-scope-auth';
 import ValidationPlugin from '@pothos/plugin-validation';
+import type { GraphQLFieldResolver, GraphQLSchema } from 'graphql';
 import type { Scope } from '../auth/keys';
 import { hasScope } from '../auth/principal';
 import type PrismaTypes from '../generated/pothos-types';
@@ -105,3 +106,21 @@ export const builder = new SchemaBuilder<{
 builder.queryType({});
 builder.mutationType({});
 builder.subscriptionType({});
+
+/**
+ * Points each subscription field's `resolve` at the field's own resolver. Pothos runs a field's
+ * argument mappers (plugin-validation's checks of the arguments) before its `resolve` as well as
+ * before its `subscribe`, and a subscription's `resolve` runs once per event: every event of a
+ * turn validated the turn's arguments again. They do not change between events (one operation,
+ * one set of variables), they were validated when the subscription started, and its scopes are
+ * checked there too (`authorizeOnSubscribe`, so scope-auth adds nothing to `resolve`). Every
+ * subscription resolver maps its event alone and reads no arguments.
+ */
+export function resolveSubscriptionEventsDirectly(schema: GraphQLSchema): GraphQLSchema {
+  const fields = schema.getSubscriptionType()?.getFields() ?? {};
+  for (const field of Object.values(fields)) {
+    const config = field.extensions?.pothosConfig as { resolve?: GraphQLFieldResolver<unknown, unknown> } | undefined;
+    if (config?.resolve) field.resolve = config.resolve;
+  }
+  return schema;
+}

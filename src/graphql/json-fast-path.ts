@@ -240,14 +240,20 @@ export function createGraphQLJsonHandler(
 ): GraphQLJsonHandler {
   const internals = yoga as unknown as YogaInternals;
   const hooks = internals.onResultProcessHooks;
+  // The server adapter is a Proxy that makes a new wrapper function on every property read: read
+  // the members once.
+  const parseRequest = yoga.parseRequest;
+  const getResultForParams = yoga.getResultForParams;
+  const waitUntil = yoga.waitUntil;
+  const HeadersClass = yoga.fetchAPI.Headers;
   return async (req, res, body, onError) => {
     // The server context Yoga's Node adapter makes; Yoga adds `request` and `params` when the
     // operation starts, which is how a failure is known to have come before it.
-    const serverContext: Record<string, unknown> = { req, res, waitUntil: yoga.waitUntil };
-    const request = new NodeRequestView(req, res, body, yoga.fetchAPI.Headers) as unknown as globalThis.Request;
+    const serverContext: Record<string, unknown> = { req, res, waitUntil };
+    const request = new NodeRequestView(req, res, body, HeadersClass) as unknown as globalThis.Request;
     let response: globalThis.Response;
     try {
-      const parsed = await yoga.parseRequest(request, serverContext as never);
+      const parsed = await parseRequest(request, serverContext as never);
       if (parsed.response) {
         response = parsed.response;
       } else if (Array.isArray(parsed.requestParserResult)) {
@@ -255,7 +261,7 @@ export function createGraphQLJsonHandler(
         fallback(req, res);
         return;
       } else {
-        const result = await yoga.getResultForParams(
+        const result = await getResultForParams(
           { params: parsed.requestParserResult, request },
           serverContext as never,
         );

@@ -1,4 +1,4 @@
-import type { Express, Request } from 'express';
+import type { Express, Request, RequestHandler } from 'express';
 import type { Authenticator } from '../auth/authenticate';
 import type { Config } from '../env';
 import type { Logger } from '../lib/logger';
@@ -28,9 +28,11 @@ export interface EdgeOptions {
 
 /**
  * The HTTP edge's operational middleware, installed first: a span and metrics per request,
- * CORS (preflights answered here), security headers, and GET /metrics.
+ * CORS (preflights answered here), security headers, and GET /metrics. Returns the middleware
+ * every request passes through, in the order installed, for a path that runs them itself
+ * (the GraphQL JSON path in src/app.ts).
  */
-export function useEdgeMiddleware(app: Express, services: EdgeServices, opts: EdgeOptions): void {
+export function useEdgeMiddleware(app: Express, services: EdgeServices, opts: EdgeOptions): RequestHandler[] {
   const { config, ops } = services;
   const { graphqlEndpoint } = opts;
   const matchRoute = createRouteMatcher(opts.routes);
@@ -43,12 +45,16 @@ export function useEdgeMiddleware(app: Express, services: EdgeServices, opts: Ed
     if (req.path.startsWith(`${graphiqlAssetsPrefix}/`)) return graphiqlAssetsPrefix;
     return matchRoute(req.method, req.path) ?? 'unmatched';
   };
-  app.use(requestObservability({ metrics: ops.metrics, streams: ops.streams, routeOf, isGraphQL }));
+  const handlers: RequestHandler[] = [
+    requestObservability({ metrics: ops.metrics, streams: ops.streams, routeOf, isGraphQL }),
+  ];
   const cors = corsMiddleware(config);
   // The web chat widget's public routes answer CORS per project (src/http/web-chat.ts).
-  if (cors) app.use((req, res, next) => (isWebChatPath(req.path) ? next() : cors(req, res, next)));
-  app.use(securityHeaders({ graphiql: config.GRAPHIQL, graphqlEndpoint }));
+  if (cors) handlers.push((req, res, next) => (isWebChatPath(req.path) ? next() : cors(req, res, next)));
+  handlers.push(securityHeaders({ graphiql: config.GRAPHIQL, graphqlEndpoint }));
+  for (const handler of handlers) app.use(handler);
   if (ops.metrics) app.get('/metrics', metricsHandler(ops.metrics, config.METRICS_TOKEN));
+  return handlers;
 }
 
 /**

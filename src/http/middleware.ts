@@ -165,10 +165,8 @@ export function requestObservability(opts: RequestObservabilityOptions) {
       if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.end();
     };
-    if (opts.metrics || span) {
-      res.once('finish', finish);
-      res.once('close', finish);
-    }
+    // A response emits 'close' once it is done, finished or not (after 'finish' when it finished).
+    if (opts.metrics || span) res.once('close', finish);
     // Without tracing there is no span to make current: no context switch for every request.
     if (span && parent) otelContext.with(trace.setSpan(parent, span), next);
     else next();

@@ -66,6 +66,8 @@ export type Topics = {
   agentDeployed: [event: { projectId: string; environmentId: string }];
   /** A project's redaction patterns were replaced: instances drop the redactor they cached of it. */
   redactionPatternsChanged: [event: { projectId: string }];
+  /** An API key was revoked or rotated: instances drop what they cached of it (src/auth/authenticate.ts). */
+  apiKeyChanged: [event: { keyId: string }];
 };
 
 export type AppPubSub = PubSub<Topics>;

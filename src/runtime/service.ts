@@ -170,6 +170,12 @@ function presentState(state: RuntimeState): RuntimeState {
   return { ...normal, stack: normal.stack.map((f) => ({ programID: f.diagramID, ...f })) };
 }
 
+/** Resolves after the event loop has gone through one poll phase (see runTurn). */
+async function yieldOneRound(): Promise<void> {
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
 export function createRuntime(opts: CreateRuntimeOptions): Runtime {
   const { db, logger, limits } = opts;
   const log = logger.child({ component: 'runtime' });
@@ -374,6 +380,13 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     } catch (err) {
       end = { kind: 'threw', lease, error: err };
     }
+    // Let the event loop run a whole round before settling (saving the state and recording the
+    // turn, which on SQLite never wait on I/O): the events the steps produced are written to the
+    // socket now, not behind the commit, and other connections (a client in the same process
+    // included) are read in between. The lease is held throughout, so nothing else sees the turn
+    // half-done. Two checks of setImmediate: the first can run in the round that is ending, after
+    // its poll; the second runs after the next round's poll.
+    await yieldOneRound();
     await settleTurn(settlementDeps, { record, debug, clientGone: () => queue.detached }, end);
     if (end.kind === 'completed' && record.stateSaved) stateAfter = end.next.state;
     if (request.includeState) queue.push({ event: 'state', state: presentState(stateAfter ?? emptyState()), turnId });

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { request as httpRequest, type Server } from 'node:http';
 import express from 'express';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createGraphQLJsonHandler, fastPathBlockers, isPlainJsonOperation } from '../../src/graphql/json-fast-path';
@@ -312,5 +312,114 @@ describeEachDatabase('POST /graphql JSON fast path, rate limited', (provider) =>
       (a.body as { errors: { extensions: { code: string } }[] }).errors[0]?.extensions.code;
     expect(codeOf(viaFast)).toBe('RATE_LIMITED');
     expect(codeOf(viaYoga)).toBe('RATE_LIMITED');
+  });
+});
+
+/** Sends a raw POST /graphql: the body with its length declared, or chunked; `abortAfter` bytes, then the socket is cut. */
+function rawPost(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  mode: 'declared' | 'chunked' | { abortAfter: number },
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string } | null> {
+  return new Promise((resolve, reject) => {
+    const target = new URL('/graphql', url);
+    const req = httpRequest(target, {
+      method: 'POST',
+      agent: false,
+      headers: {
+        'content-type': 'application/json',
+        ...headers,
+        ...(mode === 'chunked' ? {} : { 'content-length': String(Buffer.byteLength(body)) }),
+      },
+    });
+    req.on('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        text += chunk;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+    });
+    if (typeof mode === 'object') {
+      req.on('error', () => resolve(null));
+      req.write(body.slice(0, mode.abortAfter), () => {
+        req.destroy();
+        resolve(null);
+      });
+      return;
+    }
+    req.on('error', reject);
+    if (mode === 'chunked') {
+      // Two writes without a declared length: Node sends them with Transfer-Encoding: chunked.
+      const half = Math.floor(body.length / 2);
+      req.write(body.slice(0, half));
+      req.end(body.slice(half));
+    } else req.end(body);
+  });
+}
+
+describeEachDatabase('POST /graphql JSON bodies through the whole application', (provider) => {
+  const t = useTestApp(provider, { env: { RATE_LIMIT_ENABLED: 'false', BODY_LIMIT_BYTES: '4096' } });
+  let key = '';
+  beforeAll(async () => {
+    key = (await t.app.createProject()).apiKey;
+  });
+  const counted = async (status: string): Promise<number> => {
+    const metrics = await t.app.http('GET', '/metrics');
+    const line = (metrics.text as string)
+      .split('\n')
+      .find(
+        (l) =>
+          l.startsWith('parley_http_requests_total{') &&
+          l.includes('route="/graphql"') &&
+          l.includes(`status="${status}"`) &&
+          l.includes('method="POST"'),
+      );
+    return line ? Number(line.split(' ').pop()) : 0;
+  };
+
+  it('reads a body of declared length or chunked, runs the edge middleware, and answers the same', async () => {
+    const body = json({ query: viewer });
+    const before = await counted('200');
+    const answers = [];
+    for (const mode of ['declared', 'chunked'] as const) {
+      const res = await rawPost(t.app.url, { authorization: key, 'x-request-id': `req-${mode}` }, body, mode);
+      expect(res, mode).not.toBeNull();
+      expect(res!.status, mode).toBe(200);
+      // The request ID, the security headers and the metrics are the edge's, on either path.
+      expect(res!.headers['x-request-id'], mode).toBe(`req-${mode}`);
+      expect(res!.headers['content-security-policy'], mode).toMatch(/default-src 'none'/);
+      expect(res!.headers['x-content-type-options'], mode).toBe('nosniff');
+      answers.push(JSON.parse(res!.text));
+    }
+    expect(answers[0]).toEqual({ data: { viewer: { kind: 'key', projectID: expect.any(String) } } });
+    expect(answers[1]).toEqual(answers[0]);
+    expect(await counted('200')).toBe(before + 2);
+  });
+
+  it('answers a body over the limit with 413, declared or chunked, and a body of exactly the limit', async () => {
+    const over = json({ query: viewer, variables: { pad: 'x'.repeat(4096) } });
+    for (const mode of ['declared', 'chunked'] as const) {
+      const res = await rawPost(t.app.url, { authorization: key }, over, mode);
+      expect(res!.status, mode).toBe(413);
+      expect(JSON.parse(res!.text), mode).toMatchObject({ statusCode: 413, errorCode: 'PAYLOAD_TOO_LARGE' });
+    }
+    const bare = json({ query: viewer, variables: { pad: '' } });
+    const exact = json({ query: viewer, variables: { pad: 'x'.repeat(4096 - Buffer.byteLength(bare)) } });
+    expect(Buffer.byteLength(exact)).toBe(4096);
+    const res = await rawPost(t.app.url, { authorization: key }, exact, 'declared');
+    expect(res!.status).toBe(200);
+    expect(JSON.parse(res!.text).data.viewer.kind).toBe('key');
+  });
+
+  it('counts a request whose client goes away mid-body as 499, and goes on serving', async () => {
+    const before = await counted('499');
+    const body = json({ query: viewer, variables: { pad: 'x'.repeat(1000) } });
+    await rawPost(t.app.url, { authorization: key }, body, { abortAfter: 100 });
+    await expect.poll(() => counted('499'), { timeout: 10_000, interval: 50 }).toBe(before + 1);
+    const after = await t.app.gql(viewer, {}, key);
+    expect(after.status).toBe(200);
+    expect(after.body.data.viewer.kind).toBe('key');
   });
 });

@@ -12,6 +12,18 @@ describe('the GraphQL schema', () => {
     expect(committed).toBe(`${printSchema(schema)}\n`);
   });
 
+  it('resolves subscription events with the field resolver alone; arguments and scopes are checked on subscribe', () => {
+    const fields = Object.values(schema.getSubscriptionType()!.getFields());
+    expect(fields.map((f) => f.name)).toContain('interact');
+    for (const field of fields) {
+      const config = field.extensions.pothosConfig as { resolve: unknown; subscribe: unknown };
+      // Per event: the resolver itself, without the argument mappers (validation) around it.
+      expect(field.resolve, field.name).toBe(config.resolve);
+      // Once, on subscribe: still wrapped by the plugins (validation, scope-auth).
+      expect(field.subscribe, field.name).not.toBe(config.subscribe);
+    }
+  });
+
   it('accepts the operation of every REST route', () => {
     expect(routes.length).toBeGreaterThan(0);
     for (const route of routes) {

@@ -1,6 +1,7 @@
 import { afterAll, expect, it } from 'vitest';
 import { startTestApp, type TestApp, useTestApp } from '../helpers/app';
 import { createTestDatabase, describeEachDatabase, describeWithRedis } from '../helpers/lanes';
+import { publish } from '../helpers/runtime';
 import { recordSubscription } from '../helpers/subscriptions';
 
 const subscription =
@@ -76,6 +77,41 @@ describeEachDatabase('GraphQL subscriptions over SSE', (provider) => {
     const text = await res.text();
     expect(text).toContain('INSUFFICIENT_SCOPE');
     expect(text).not.toContain('"action"');
+  });
+
+  it('validates arguments on subscribe (once), then resolves every event', async () => {
+    const p = await t.app.createProject();
+    await publish(t.app, p.projectID, {
+      name: 'Two',
+      startFlow: 'main',
+      flows: [
+        {
+          id: 'main',
+          start: 'one',
+          steps: [
+            { id: 'one', type: 'message', message: 'One.', next: 'two' },
+            { id: 'two', type: 'message', message: 'Two.' },
+          ],
+        },
+      ],
+    });
+    const interact =
+      'subscription($p: ID!, $u: String!) { interact(projectID: $p, userID: $u, request: { action: { type: "launch" } }) { event trace } }';
+    const run = async (userID: string) => {
+      const res = await fetch(`${t.app.url}/graphql`, {
+        method: 'POST',
+        headers: { authorization: p.apiKey, 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify({ query: interact, variables: { p: p.projectID, u: userID } }),
+      });
+      return res.text();
+    };
+    const refused = await run('');
+    expect(refused).toContain('VALIDATION_FAILED');
+    expect(refused).not.toContain('"trace"');
+    const served = await run('sub-user');
+    const messages = [...served.matchAll(/"message":"([^"]*)"/g)].map((m) => m[1]);
+    expect(messages).toEqual(['One.', 'Two.']);
+    expect(served).not.toContain('errors');
   });
 
   it("does not show one workspace's events to another workspace's admin key", async () => {

@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -330,6 +331,49 @@ describeEachDatabase('runtime streams', (provider) => {
       message: expect.stringContaining(`GET ${api.url}/slow/order answered 200`),
     });
     expect(data.find((d) => d.type === 'path')?.payload).toEqual({ path: 'api:success' });
+  });
+
+  it('writes the messages of in-memory steps before the turn settles: a client reads them before the end', async () => {
+    const p = await projectWith({
+      name: 'Quick',
+      startFlow: 'main',
+      flows: [
+        {
+          id: 'main',
+          start: 'one',
+          steps: [
+            { id: 'one', type: 'message', message: 'One.', next: 'two' },
+            { id: 'two', type: 'message', message: 'Two.' },
+          ],
+        },
+      ],
+    });
+    // The raw socket reads of a client in this process: before the turn settles (saves the state,
+    // records the turn) the runtime lets the event loop read sockets, so the traces arrive in a
+    // read of their own, and the end in a later one. Ordering, not speed.
+    const reads = await new Promise<string[]>((resolve, reject) => {
+      const target = new URL(v2StreamPath(p.projectID, 'quick'), t.app.url);
+      const req = request(target, {
+        method: 'POST',
+        headers: { authorization: p.apiKey, 'content-type': 'application/json' },
+      });
+      const pieces: string[] = [];
+      // Each 'data' of the socket is one read (the response's own 'data' is one per chunk).
+      req.on('socket', (socket) => socket.on('data', (raw: Buffer) => pieces.push(raw.toString('utf8'))));
+      req.on('response', (res) => {
+        res.resume();
+        res.on('end', () => resolve(pieces));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end(JSON.stringify({ action: { type: 'launch' } }));
+    });
+    const firstTrace = reads.findIndex((r) => r.includes('event: trace'));
+    const end = reads.findIndex((r) => r.includes('event: end\n'));
+    expect(firstTrace).toBeGreaterThanOrEqual(0);
+    expect(reads[firstTrace], JSON.stringify(reads)).toContain('One.');
+    expect(reads[firstTrace]).toContain('Two.');
+    expect(end, JSON.stringify(reads)).toBeGreaterThan(firstTrace);
   });
 
   it('keeps an idle stream open with comment lines', async () => {

@@ -1,5 +1,5 @@
 import { lexicographicSortSchema } from 'graphql';
-import { builder } from '../builder';
+import { builder, resolveSubscriptionEventsDirectly } from '../builder';
 import './scalars';
 import './admin';
 import './runtime';
@@ -12,4 +12,4 @@ import './integrations';
 import './webchat';
 
 /** The whole schema: one file per area registers its types and root fields on the builder. */
-export const schema = lexicographicSortSchema(builder.toSchema());
+export const schema = resolveSubscriptionEventsDirectly(lexicographicSortSchema(builder.toSchema()));
