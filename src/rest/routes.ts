@@ -490,11 +490,18 @@ interface EvaluationItem {
   [key: string]: unknown;
 }
 
-/** minimumValue and maximumValue belong to number evaluations only (the original service's shape). */
-function evaluationItem(item: EvaluationItem) {
-  if (item.type === 'number') return item;
-  const { minimumValue: _min, maximumValue: _max, ...rest } = item;
-  return rest;
+/**
+ * minimumValue and maximumValue belong to number evaluations only (the original service's shape).
+ * The item is the operation's own result object, so the two members are dropped from it in place:
+ * graphql's result objects have no prototype (V8 keeps them as dictionaries), and copying them
+ * with spread and rest patterns cost about 0.1 ms per page of 25 transcripts.
+ */
+function evaluationItem(item: EvaluationItem): EvaluationItem {
+  if (item.type !== 'number') {
+    delete item.minimumValue;
+    delete item.maximumValue;
+  }
+  return item;
 }
 
 const typeFields: Record<string, string[]> = {
@@ -517,8 +524,11 @@ function evaluationRecord(e: Record<string, unknown> & { type: string }) {
  * (`allEvaluations=true`; docs/evaluations.md).
  */
 function searchItem(t: { evaluations: EvaluationItem[] } & Record<string, unknown>, allEvaluations = false) {
+  // In place, for the reason given at evaluationItem; assigning a member keeps its place in the JSON.
   const evaluations = allEvaluations ? t.evaluations : t.evaluations.filter((e) => e.status === 'done');
-  return { ...t, evaluations: evaluations.map(evaluationItem) };
+  for (const item of evaluations) evaluationItem(item);
+  t.evaluations = evaluations;
+  return t;
 }
 
 const maybeEncode = <T>(value: T, encode: boolean): T => (encode ? encodeStrings(value) : value);
