@@ -72,7 +72,6 @@ describeEachDatabase('transcripts over GraphQL', (provider) => {
     // The page and the count are one SQL statement each on the driver adapter (queryRows, no model).
     expect(operations.filter((o) => !o.startsWith('ApiKey.')).sort()).toEqual(
       [
-        'Project.findMany',
         'undefined.queryRows', // totalCount
         'undefined.queryRows', // the page with its properties and evaluations
         'TranscriptLog.findMany',
