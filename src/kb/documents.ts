@@ -267,7 +267,7 @@ async function insertNewDocument(
     type: described.type,
     name: described.name,
     url: described.url,
-    // As a read would answer it: the stored JSON, parsed.
+    // As a read would answer it: the stored JSON, parsed (PostgreSQL: as the INSERT returns it).
     metadata: JSON.parse(metadata) as Prisma.JsonValue,
     status: 'PENDING',
     statusDetail: null,
@@ -322,10 +322,13 @@ async function insertNewDocument(
   }
   const at = storedTimestamp('postgresql', now);
   await driver.transaction('kb.upload', async (sql) => {
-    await sql.query(
-      `INSERT INTO "KbDocument" (${insertDocumentColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, 'PENDING', $8, $9, 0, 1, $10, $10)`,
+    // The metadata as jsonb keeps it (its keys in jsonb's order, as every read answers them).
+    const stored = await sql.query<{ metadata: Prisma.JsonValue }>(
+      `INSERT INTO "KbDocument" (${insertDocumentColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, 'PENDING', $8, $9, 0, 1, $10, $10)
+       RETURNING "metadata"`,
       [row.id, row.projectId, row.kind, row.type, row.name, row.url, metadata, row.maxChunkSize, row.rowsCount, at],
     );
+    row.metadata = (stored.rows[0] as { metadata: Prisma.JsonValue }).metadata;
     await sql.query(
       `INSERT INTO "KbDocumentSource" (${insertSourceColumns}) VALUES ($1, 1, $2, $3, $4, $5::jsonb, $6)`,
       [row.id, bytes, filename, contentType, table, at],
