@@ -338,11 +338,54 @@ async function insertNewDocument(
   return row;
 }
 
-/** Loads a document of a project (404 otherwise). */
+const documentColumns = Object.keys(documentSelect)
+  .map((c) => `"${c}"`)
+  .join(', ');
+const readDocumentSql = {
+  sqlite: `SELECT ${documentColumns} FROM "KbDocument" WHERE "id" = ? AND "projectId" = ?`,
+  postgresql: `SELECT ${documentColumns} FROM "KbDocument" WHERE "id" = $1 AND "projectId" = $2`,
+};
+
+/**
+ * A stored date-time as a Date: a Date (pg), or text as the SQLite adapter stores it (`…+00:00`),
+ * or without a zone (UTC).
+ */
+function storedDate(value: unknown): Date {
+  if (value instanceof Date) return value;
+  if (typeof value === 'number' || typeof value === 'bigint') return new Date(Number(value));
+  const text = String(value);
+  return new Date(/(?:[zZ]|[+-]\d\d:?\d\d)$/.test(text) ? text : `${text.replace(' ', 'T')}Z`);
+}
+
+const storedInt = (value: unknown): number | null =>
+  value === null || value === undefined ? null : typeof value === 'number' ? value : Number(value);
+
+/**
+ * Loads a document of a project (404 otherwise): one SELECT on the driver adapter (Db.queryRows,
+ * without Prisma's client around it; a wait=true upload reads its document twice while it
+ * waits), converted to the row Prisma answers for documentSelect.
+ */
 export async function getDocument(db: Db, projectId: string, documentId: string): Promise<KbDocumentRow> {
-  const doc = await db.prisma.kbDocument.findFirst({ where: { id: documentId, projectId }, select: documentSelect });
-  if (!doc) throw notFound('Document', documentId);
-  return doc;
+  const [raw] = await db.queryRows(readDocumentSql[db.provider], [documentId, projectId]);
+  if (!raw) throw notFound('Document', documentId);
+  return {
+    id: raw.id as string,
+    projectId: raw.projectId as string,
+    kind: raw.kind as string,
+    type: raw.type as string,
+    name: raw.name as string,
+    url: (raw.url as string | null) ?? null,
+    metadata: (typeof raw.metadata === 'string' ? JSON.parse(raw.metadata) : raw.metadata) as Prisma.JsonValue,
+    status: raw.status as string,
+    statusDetail: (raw.statusDetail as string | null) ?? null,
+    maxChunkSize: storedInt(raw.maxChunkSize) as number,
+    rowsCount: storedInt(raw.rowsCount),
+    chunkCount: storedInt(raw.chunkCount) as number,
+    revision: storedInt(raw.revision) as number,
+    environmentId: (raw.environmentId as string | null) ?? null,
+    createdAt: storedDate(raw.createdAt),
+    updatedAt: storedDate(raw.updatedAt),
+  };
 }
 
 export interface ReplaceInput {

@@ -213,6 +213,28 @@ describeEachDatabase('knowledge-base ingestion statements', (provider) => {
     expect(keys(row.metadata)).toEqual(keys(readMetadata));
   });
 
+  it('reads a document through the driver as Prisma reads it (getDocument)', async () => {
+    const { documentSelect, getDocument } = await import('../../src/kb/documents');
+    const p = await t.app.createProject();
+    const other = await t.app.createProject();
+    await ingest(p, 'read.txt', paragraphs(3, 'curlew'));
+    const url = await t.app.http('POST', '/v1/knowledge-base/docs/upload/url', {
+      key: p.apiKey,
+      body: { data: { url: 'https://example.com/read', metadata: { zeta: [1, { b: true, a: null }], a: 2.5 } } },
+    });
+    expect(url.status, url.text).toBe(200);
+    const { db } = t.app.services;
+    const docs = await db.prisma.kbDocument.findMany({ where: { projectId: p.projectID }, select: documentSelect });
+    expect(docs.map((d) => d.status).sort()).toEqual(['PENDING', 'SUCCESS']);
+    for (const doc of docs) {
+      const read = await getDocument(db, p.projectID, doc.id);
+      expect(read).toEqual(doc);
+      expect(read.createdAt.getTime()).toBe(doc.createdAt.getTime());
+      expect(JSON.stringify(read.metadata)).toBe(JSON.stringify(doc.metadata));
+      await expect(getDocument(db, other.projectID, doc.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    }
+  });
+
   it('indexes every inserted chunk for full-text search, and a changed content again', async () => {
     const p = await t.app.createProject();
     await ingest(p, 'index.txt', paragraphs(30, 'kestrel'));
