@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { asBackgroundWork, type Db } from '../db/client';
+import { asBackgroundWork, type Db, storedTimestamp } from '../db/client';
 import { Prisma } from '../generated/sqlite/client';
 import { newId } from '../lib/ids';
 import type { Logger } from '../lib/logger';
@@ -231,13 +231,40 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
     return count === 1;
   }
 
+  /**
+   * A finished attempt's job marked done, while this worker still holds it: the statement Prisma's
+   * updateMany made (the same columns, `updatedAt` included, DateTime as storedTimestamp), run
+   * straight through the database driver, without Prisma's query compiler and interpreter around
+   * it (every job's last statement; about half a millisecond of CPU).
+   */
+  async function markDone(id: string): Promise<void> {
+    const driver = db.driver;
+    const now = storedTimestamp(driver.provider, new Date());
+    if (driver.provider === 'sqlite') {
+      await driver.exclusive('jobs.done', (sql) =>
+        sql.run(
+          `UPDATE "Job" SET "status" = 'done', "lockedBy" = NULL, "lockedUntil" = NULL, "finishedAt" = ?,
+           "lastError" = NULL, "updatedAt" = ? WHERE "id" = ? AND "lockedBy" = ? AND "status" = 'running'`,
+          now,
+          now,
+          id,
+          workerId,
+        ),
+      );
+      return;
+    }
+    await driver.query(
+      'jobs.done',
+      `UPDATE "Job" SET "status" = 'done', "lockedBy" = NULL, "lockedUntil" = NULL, "finishedAt" = $1,
+       "lastError" = NULL, "updatedAt" = $1 WHERE "id" = $2 AND "lockedBy" = $3 AND "status" = 'running'`,
+      [now, id, workerId],
+    );
+  }
+
   async function finish(row: ClaimedRow, attempt: number, maxAttempts: number, err: unknown): Promise<void> {
     const mine = { id: row.id, lockedBy: workerId, status: 'running' };
     if (err === undefined) {
-      await db.prisma.job.updateMany({
-        where: mine,
-        data: { status: 'done', lockedBy: null, lockedUntil: null, finishedAt: new Date(), lastError: null },
-      });
+      await markDone(row.id);
       return;
     }
     const permanent = err instanceof PermanentJobError;

@@ -267,7 +267,7 @@ async function insertNewDocument(
     type: described.type,
     name: described.name,
     url: described.url,
-    // As a read would answer it: the stored JSON, parsed.
+    // As a read would answer it: the stored JSON, parsed (PostgreSQL: as the INSERT returns it).
     metadata: JSON.parse(metadata) as Prisma.JsonValue,
     status: 'PENDING',
     statusDetail: null,
@@ -322,10 +322,13 @@ async function insertNewDocument(
   }
   const at = storedTimestamp('postgresql', now);
   await driver.transaction('kb.upload', async (sql) => {
-    await sql.query(
-      `INSERT INTO "KbDocument" (${insertDocumentColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, 'PENDING', $8, $9, 0, 1, $10, $10)`,
+    // The metadata as jsonb keeps it (its keys in jsonb's order, as every read answers them).
+    const stored = await sql.query<{ metadata: Prisma.JsonValue }>(
+      `INSERT INTO "KbDocument" (${insertDocumentColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, 'PENDING', $8, $9, 0, 1, $10, $10)
+       RETURNING "metadata"`,
       [row.id, row.projectId, row.kind, row.type, row.name, row.url, metadata, row.maxChunkSize, row.rowsCount, at],
     );
+    row.metadata = (stored.rows[0] as { metadata: Prisma.JsonValue }).metadata;
     await sql.query(
       `INSERT INTO "KbDocumentSource" (${insertSourceColumns}) VALUES ($1, 1, $2, $3, $4, $5::jsonb, $6)`,
       [row.id, bytes, filename, contentType, table, at],
@@ -335,11 +338,54 @@ async function insertNewDocument(
   return row;
 }
 
-/** Loads a document of a project (404 otherwise). */
+const documentColumns = Object.keys(documentSelect)
+  .map((c) => `"${c}"`)
+  .join(', ');
+const readDocumentSql = {
+  sqlite: `SELECT ${documentColumns} FROM "KbDocument" WHERE "id" = ? AND "projectId" = ?`,
+  postgresql: `SELECT ${documentColumns} FROM "KbDocument" WHERE "id" = $1 AND "projectId" = $2`,
+};
+
+/**
+ * A stored date-time as a Date: a Date (pg), or text as the SQLite adapter stores it (`…+00:00`),
+ * or without a zone (UTC).
+ */
+function storedDate(value: unknown): Date {
+  if (value instanceof Date) return value;
+  if (typeof value === 'number' || typeof value === 'bigint') return new Date(Number(value));
+  const text = String(value);
+  return new Date(/(?:[zZ]|[+-]\d\d:?\d\d)$/.test(text) ? text : `${text.replace(' ', 'T')}Z`);
+}
+
+const storedInt = (value: unknown): number | null =>
+  value === null || value === undefined ? null : typeof value === 'number' ? value : Number(value);
+
+/**
+ * Loads a document of a project (404 otherwise): one SELECT on the driver adapter (Db.queryRows,
+ * without Prisma's client around it; a wait=true upload reads its document twice while it
+ * waits), converted to the row Prisma answers for documentSelect.
+ */
 export async function getDocument(db: Db, projectId: string, documentId: string): Promise<KbDocumentRow> {
-  const doc = await db.prisma.kbDocument.findFirst({ where: { id: documentId, projectId }, select: documentSelect });
-  if (!doc) throw notFound('Document', documentId);
-  return doc;
+  const [raw] = await db.queryRows(readDocumentSql[db.provider], [documentId, projectId]);
+  if (!raw) throw notFound('Document', documentId);
+  return {
+    id: raw.id as string,
+    projectId: raw.projectId as string,
+    kind: raw.kind as string,
+    type: raw.type as string,
+    name: raw.name as string,
+    url: (raw.url as string | null) ?? null,
+    metadata: (typeof raw.metadata === 'string' ? JSON.parse(raw.metadata) : raw.metadata) as Prisma.JsonValue,
+    status: raw.status as string,
+    statusDetail: (raw.statusDetail as string | null) ?? null,
+    maxChunkSize: storedInt(raw.maxChunkSize) as number,
+    rowsCount: storedInt(raw.rowsCount),
+    chunkCount: storedInt(raw.chunkCount) as number,
+    revision: storedInt(raw.revision) as number,
+    environmentId: (raw.environmentId as string | null) ?? null,
+    createdAt: storedDate(raw.createdAt),
+    updatedAt: storedDate(raw.updatedAt),
+  };
 }
 
 export interface ReplaceInput {

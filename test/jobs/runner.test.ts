@@ -53,7 +53,10 @@ describeEachDatabase('the job runner', (provider) => {
     const queue = uniqueQueue('background');
     const events: { model: string | undefined; operation: string; background: boolean }[] = [];
     const listener = (e: { model: string | undefined; operation: string; background: boolean }) => events.push(e);
+    const driverCalls: string[] = [];
+    const driverListener = (e: { label: string }) => driverCalls.push(e.label);
     db.queryListeners.add(listener);
+    db.driverListeners.add(driverListener);
     try {
       const r = runner();
       r.register(queue, async () => {
@@ -65,15 +68,18 @@ describeEachDatabase('the job runner', (provider) => {
       await db.prisma.apiKey.count();
     } finally {
       db.queryListeners.delete(listener);
+      db.driverListeners.delete(driverListener);
     }
     const ofJob = events.filter((e) => e.model === 'Workspace');
     const claims = events.filter((e) => e.model === undefined && e.operation === '$queryRaw');
     expect(ofJob).toHaveLength(1);
     expect(claims.length).toBeGreaterThan(0);
     expect([...ofJob, ...claims].every((e) => e.background)).toBe(true);
-    // The runner marks the job done in the background; the caller's own operations (the enqueue,
-    // drain's checks, the count after) are not background.
-    expect(events.some((e) => e.model === 'Job' && e.operation === 'updateMany' && e.background)).toBe(true);
+    // The runner marks the job done with one driver statement (no Prisma operation, so no query
+    // event); the caller's own operations (the enqueue, drain's checks, the count after) are not
+    // background.
+    expect(driverCalls).toEqual(['jobs.done']);
+    expect(events.some((e) => e.model === 'Job' && e.operation === 'updateMany')).toBe(false);
     const callers = events.filter((e) => e.model === 'Job' && (e.operation === 'create' || e.operation === 'count'));
     expect(callers.length).toBeGreaterThan(1);
     expect(callers.every((e) => !e.background)).toBe(true);

@@ -138,6 +138,13 @@ describeEachDatabase('knowledge-base ingestion statements', (provider) => {
       'INSERT INTO Job',
       'COMMIT',
     ]);
+    // The response reads the document once, and its tags with one more statement (a join), not
+    // the three SELECTs of a Prisma relation (document, links, tags).
+    const reads = statements.slice(commit + 1).filter((s) => /^\s*SELECT/i.test(s));
+    expect(reads).toHaveLength(2);
+    expect(reads[0]).toMatch(/FROM\s+[`"]?(main|public)?[`".]*KbDocument[`"]?\s/);
+    expect(reads[1]).toMatch(/FROM "KbDocumentTag" dt JOIN "KbTag" t/);
+    expect(statements.filter((s) => /KbDocumentTag/.test(s))).toHaveLength(1);
     // What was stored is what Prisma reads: the document as answered, the bytes as sent, the job.
     const [answered] = (res!.body as { data: { documentID: string; metadata: unknown; status: string }[] }).data;
     const { prisma } = t.app.services.db;
@@ -162,6 +169,70 @@ describeEachDatabase('knowledge-base ingestion statements', (provider) => {
     const job = await prisma.job.findUniqueOrThrow({ where: { dedupeKey: `kb-ingest:${doc.id}:1` } });
     expect(job).toMatchObject({ queue: KB_INGEST_QUEUE, status: 'queued', projectId: p.projectID });
     expect(job.payload).toEqual({ documentId: doc.id, revision: 1 });
+  });
+
+  it('answers metadata keys in the same order from every upload path and from a read', async () => {
+    const p = await t.app.createProject();
+    const metadata = { zeta: 1, a: { y: 2, b: 3 }, team: 'ops' };
+    const keys = (m: unknown): unknown => {
+      const o = m as Record<string, unknown>;
+      return Object.keys(o).map((k) => (o[k] && typeof o[k] === 'object' ? [k, keys(o[k])] : k));
+    };
+    const upload = async (fields: Record<string, string> = {}) => {
+      const res = await uploadFile(t.app, {
+        key: p.apiKey,
+        filename: 'order.txt',
+        content: 'sandpiper',
+        metadata,
+        query: fields,
+      });
+      expect(res.status, res.text).toBe(200);
+      return (res.body as { data: { documentID: string; metadata: unknown }[] }).data[0]!;
+    };
+    // The plain upload (driver INSERTs), then an overwrite of it (the Prisma transaction).
+    const plain = await upload();
+    const overwritten = await upload({ overwrite: 'true' });
+    expect(overwritten.documentID).toBe(plain.documentID);
+    const read = await t.app.http('GET', `/v1/knowledge-base/docs/${plain.documentID}`, { key: p.apiKey });
+    expect(read.status, read.text).toBe(200);
+    const readMetadata = (read.body as { data: { metadata: unknown }[] }).data[0]!.metadata;
+    expect(readMetadata).toEqual(metadata);
+    expect(keys(plain.metadata)).toEqual(keys(readMetadata));
+    expect(keys(overwritten.metadata)).toEqual(keys(readMetadata));
+    // And the document the upload function returns, before any read.
+    const { uploadDocument } = await import('../../src/kb/documents');
+    const row = await uploadDocument(
+      { db: t.app.services.db, pubsub: t.app.services.pubsub },
+      {
+        projectId: p.projectID,
+        source: { kind: 'url', url: 'https://example.com/order' },
+        metadata,
+        overwrite: false,
+      },
+    );
+    expect(keys(row.metadata)).toEqual(keys(readMetadata));
+  });
+
+  it('reads a document through the driver as Prisma reads it (getDocument)', async () => {
+    const { documentSelect, getDocument } = await import('../../src/kb/documents');
+    const p = await t.app.createProject();
+    const other = await t.app.createProject();
+    await ingest(p, 'read.txt', paragraphs(3, 'curlew'));
+    const url = await t.app.http('POST', '/v1/knowledge-base/docs/upload/url', {
+      key: p.apiKey,
+      body: { data: { url: 'https://example.com/read', metadata: { zeta: [1, { b: true, a: null }], a: 2.5 } } },
+    });
+    expect(url.status, url.text).toBe(200);
+    const { db } = t.app.services;
+    const docs = await db.prisma.kbDocument.findMany({ where: { projectId: p.projectID }, select: documentSelect });
+    expect(docs.map((d) => d.status).sort()).toEqual(['PENDING', 'SUCCESS']);
+    for (const doc of docs) {
+      const read = await getDocument(db, p.projectID, doc.id);
+      expect(read).toEqual(doc);
+      expect(read.createdAt.getTime()).toBe(doc.createdAt.getTime());
+      expect(JSON.stringify(read.metadata)).toBe(JSON.stringify(doc.metadata));
+      await expect(getDocument(db, other.projectID, doc.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    }
   });
 
   it('indexes every inserted chunk for full-text search, and a changed content again', async () => {

@@ -1,3 +1,4 @@
+import DataLoader from 'dataloader';
 import { z } from 'zod';
 import { resolveEnvironment } from '../../admin/environments';
 import {
@@ -98,6 +99,37 @@ async function fileSource(ctx: Context, file: File): Promise<Extract<KbSourceInp
   };
 }
 
+/**
+ * The tag labels of documents, sorted, read for all the documents a response carries in one
+ * statement (a join of KbDocumentTag and KbTag) on the driver adapter, without Prisma's client.
+ * Batching only, no cache: a mutation that attaches or detaches tags is followed by a fresh read.
+ */
+const tagLabelLoaders = new WeakMap<Context, DataLoader<string, string[]>>();
+
+function documentTagLabels(ctx: Context): DataLoader<string, string[]> {
+  let loader = tagLabelLoaders.get(ctx);
+  if (!loader) {
+    const { db } = ctx.services;
+    loader = new DataLoader(
+      async (ids) => {
+        const placeholders = ids.map((_, i) => (db.provider === 'sqlite' ? '?' : `$${i + 1}`)).join(', ');
+        const rows = await db.queryRows(
+          `SELECT dt."documentId" AS "documentId", t."label" AS "label"
+           FROM "KbDocumentTag" dt JOIN "KbTag" t ON t."id" = dt."tagId"
+           WHERE dt."documentId" IN (${placeholders})`,
+          ids,
+        );
+        const labels = new Map<string, string[]>(ids.map((id) => [id, []]));
+        for (const row of rows) labels.get(row.documentId as string)?.push(row.label as string);
+        return ids.map((id) => (labels.get(id) as string[]).sort());
+      },
+      { cache: false, maxBatchSize: 500 },
+    );
+    tagLabelLoaders.set(ctx, loader);
+  }
+  return loader;
+}
+
 // ── Types ───────────────────────────────────────────────────────────────────────────────────────
 
 const KbDocumentStatusEnum = builder.enumType('KnowledgeBaseDocumentStatusType', { values: kbDocumentStatuses });
@@ -166,8 +198,10 @@ const KbDocumentType = builder.prismaObject('KbDocument', {
     tags: t.field({
       type: ['String'],
       description: 'The labels of the tags attached to the document, in order.',
-      select: { tags: { select: { tag: { select: { label: true } } } } },
-      resolve: (d) => d.tags.map((link) => link.tag.label).sort(),
+      // Not a Prisma selection: that made every read of a document three SELECTs (the document,
+      // its links, their tags). One driver statement reads the labels of all the documents of
+      // the response.
+      resolve: (d, _args, ctx) => documentTagLabels(ctx).load(d.id),
     }),
     chunkCount: t.exposeInt('chunkCount', { description: 'Chunks currently searchable.' }),
     maxChunkSize: t.exposeInt('maxChunkSize', { description: 'Most tokens per chunk.' }),
