@@ -5,7 +5,7 @@ import { createParleyYoga, type ParleyYoga } from './graphql/yoga';
 import { consoleRouter } from './http/console';
 import { edgeRateLimit, useEdgeMiddleware } from './http/edge';
 import { graphiqlAssetsHandler } from './http/graphiql';
-import { readDeclaredBody } from './http/read-body';
+import { readDeclaredBody, readDeclaredJson } from './http/read-body';
 import { createWebChatRouter } from './http/web-chat';
 import { fieldGroupsOf } from './ops/route-groups';
 import { createRestRouter } from './rest/adapter';
@@ -186,6 +186,7 @@ export function buildApp(services: AppServices): ParleyApp {
       sseKeepAliveMs: config.SSE_KEEPALIVE_MS,
       maxUploadBytes: config.KB_MAX_FILE_BYTES,
       bodyLimitBytes: config.BODY_LIMIT_BYTES,
+      readJsonBody: readDeclaredJson,
     }),
   );
 

@@ -86,6 +86,18 @@ export interface RestRouterOptions {
   maxUploadBytes?: number;
   /** Largest JSON body (default 1 MB). */
   bodyLimitBytes?: number;
+  /**
+   * A reader for the JSON bodies it can take as `express.json` would take them (the HTTP edge's
+   * `readDeclaredJson`, src/http/read-body.ts): answers `false` for a request it leaves to
+   * body-parser, else calls `done` with the parsed body or body-parser's error. Without it, every
+   * body goes through body-parser.
+   */
+  readJsonBody?: (
+    req: Request,
+    limit: number,
+    types: string[],
+    done: (err: Error | null, value?: unknown) => void,
+  ) => boolean;
 }
 
 interface PreparedRoute {
@@ -269,15 +281,20 @@ function hasBody(req: Request): boolean {
 /** An Express router serving `routes` through `yoga`. */
 export function createRestRouter(opts: RestRouterOptions): Router {
   const router = express.Router();
-  const jsonParser = express.json({
-    limit: opts.bodyLimitBytes ?? 1024 * 1024,
-    type: ['application/json', 'application/*+json'],
-  });
+  const bodyLimit = opts.bodyLimitBytes ?? 1024 * 1024;
+  const jsonTypes = ['application/json', 'application/*+json'];
+  const jsonParser = express.json({ limit: bodyLimit, type: jsonTypes });
   // The body is read once the caller is known to hold a key, so an anonymous request learns
   // nothing about it, not even whether it parses (DECISIONS.md §3: authentication before validation).
+  // A UTF-8 JSON body of declared length within the limit is read and parsed as body-parser would
+  // (`readJsonBody`) without its per-request machinery; anything else goes to body-parser.
   const readJson = (req: Request, res: Response) =>
     new Promise<unknown>((resolve) => {
-      jsonParser(req, res, (err?: unknown) => resolve(err));
+      const declared = opts.readJsonBody?.(req, bodyLimit, jsonTypes, (err, value) => {
+        if (!err) req.body = value;
+        resolve(err ?? undefined);
+      });
+      if (!declared) jsonParser(req, res, (err?: unknown) => resolve(err));
     });
   for (const route of opts.routes) {
     const prepared = prepare(route, opts.yoga);

@@ -97,6 +97,61 @@ describeEachDatabase('HTTP basics', (provider) => {
     expect(p.projectID).toBeTruthy();
   });
 
+  it('answers a JSON body of declared length exactly as body-parser answers it sent chunked', async () => {
+    const p = await t.app.createProject();
+    // Declared length: read by the edge's own reader (src/http/read-body.ts). Chunked (no
+    // Content-Length): read by body-parser. Every answer must be the same, byte for byte.
+    const send = async (bytes: Uint8Array, contentType: string, chunked: boolean) => {
+      const body = chunked
+        ? new ReadableStream<Uint8Array>({
+            start(controller) {
+              controller.enqueue(bytes);
+              controller.close();
+            },
+          })
+        : bytes;
+      const res = await fetch(`${t.app.url}/v1/environment`, {
+        method: 'POST',
+        headers: { authorization: t.app.operatorToken, 'content-type': contentType, 'x-request-id': 'same-id' },
+        body,
+        duplex: 'half',
+      } as RequestInit);
+      return { status: res.status, type: res.headers.get('content-type'), body: await res.text() };
+    };
+    const utf8 = (text: string) => new TextEncoder().encode(text);
+    const invalid = JSON.stringify({ projectID: p.projectID, alias: 7, note: 'é' });
+    const cases: [Uint8Array, string][] = [
+      [utf8(invalid), 'application/json'],
+      [utf8(`\uFEFF${invalid}`), 'application/json'],
+      [utf8(` \n\t${invalid}`), 'application/json; charset=utf-8'],
+      [utf8(invalid), 'application/json; charset="UTF-8"'],
+      [utf8(invalid), 'application/json; charset=utf8'],
+      [utf8(invalid), 'application/merge-patch+json'],
+      [utf8('"a string"'), 'application/json'],
+      [utf8('  42'), 'application/json'],
+      [utf8('[1, 2]'), 'application/json'],
+      [utf8('{"projectID": '), 'application/json'],
+      [utf8('   '), 'application/json'],
+      [utf8('\uFEFF'), 'application/json'],
+      [Uint8Array.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]), 'application/json'],
+    ];
+    for (const [bytes, contentType] of cases) {
+      const declared = await send(bytes, contentType, false);
+      const chunked = await send(bytes, contentType, true);
+      expect({ contentType, ...declared }).toEqual({ contentType, ...chunked });
+    }
+    // The cases reach the body's checks: not all refused before them.
+    const validation = await send(utf8(`\uFEFF${invalid}`), 'application/json', false);
+    expect(validation.status).toBe(400);
+    expect(JSON.parse(validation.body)).toMatchObject({ errorCode: 'VALIDATION_FAILED' });
+    const created = await send(
+      utf8(JSON.stringify({ projectID: p.projectID, alias: 'declared' })),
+      'application/json',
+      false,
+    );
+    expect(created.status).toBe(201);
+  });
+
   it('names every problem of a body: unknown members, wrong types, missing members', async () => {
     const p = await t.app.createProject();
     const res = await t.app.http('POST', '/v1/environment', {
