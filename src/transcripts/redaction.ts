@@ -291,7 +291,7 @@ function replaceSpans(text: string, spans: Span[], placeholder: string): string 
  * logs repeat such strings on every turn (a path ID like `path-6f76239f84` holds 8 digits, so each
  * turn handed it to libphonenumber's matcher, ten regions over). Only strings left unchanged are
  * kept, so no text holding a card or phone number stays in memory; short strings only, and a
- * bounded number of them (about a megabyte at most).
+ * bounded number of them (a megabyte or two per list of regions at most).
  */
 const scannedClean = new WeakMap<readonly CountryCode[], Set<string>>();
 const scannedCleanMaxLength = 128;
