@@ -56,12 +56,16 @@ function userOf(record: TurnRecord): OutboxUser {
   return { environmentId: record.environmentID, userId: record.userID };
 }
 
-/** The outbox job of a turn's record (what enqueueTurnRecord writes; the state commit writes it too). */
+/**
+ * The outbox job of a turn's record, as the state commit writes it: its payload holds the record
+ * itself, which the commit serialises at once with JSON.stringify (Dates become ISO strings there;
+ * reviveTurnRecord turns them back), so the record is serialised once per turn, not three times.
+ * The text is the one a JSON copy of the record would give.
+ */
 export function turnRecordJob(record: TurnRecord, now = new Date()): EnqueueInput {
   return {
     queue: TURN_RECORD_QUEUE,
-    // Dates become ISO strings here; reviveTurnRecord turns them back.
-    payload: { record: JSON.parse(JSON.stringify(record)) as Record<string, unknown> },
+    payload: { record: record as unknown as Record<string, unknown> },
     dedupeKey: `${userPrefix(userOf(record))}${record.turnID}`,
     runAt: new Date(now.getTime() + takeOverAfterMs),
     maxAttempts: outboxMaxAttempts,
@@ -71,8 +75,11 @@ export function turnRecordJob(record: TurnRecord, now = new Date()): EnqueueInpu
 
 /** Writes a turn's record to the outbox, inside the caller's transaction when given one. Returns the job ID. */
 export async function enqueueTurnRecord(client: DbClient, record: TurnRecord, now = new Date()): Promise<string> {
-  const job = await enqueueJob(client, turnRecordJob(record, now));
-  return job.id;
+  const job = turnRecordJob(record, now);
+  // Through Prisma the payload must be plain JSON values: a JSON copy, Dates as ISO strings.
+  job.payload = { record: JSON.parse(JSON.stringify(record)) as Record<string, unknown> };
+  const written = await enqueueJob(client, job);
+  return written.id;
 }
 
 /** The TurnRecord of an outbox payload, or an error message when it is not one. */

@@ -285,6 +285,18 @@ function replaceSpans(text: string, spans: Span[], placeholder: string): string 
   return out + text.slice(at);
 }
 
+/**
+ * Strings with 7 digits or more in which the card and phone detectors found nothing, per list of
+ * phone regions: the same string gives the same answer, so it is not scanned again. The runtime's
+ * logs repeat such strings on every turn (a path ID like `path-6f76239f84` holds 8 digits, so each
+ * turn handed it to libphonenumber's matcher, ten regions over). Only strings left unchanged are
+ * kept, so no text holding a card or phone number stays in memory; short strings only, and a
+ * bounded number of them (a megabyte or two per list of regions at most).
+ */
+const scannedClean = new WeakMap<readonly CountryCode[], Set<string>>();
+const scannedCleanMaxLength = 128;
+const scannedCleanMaxEntries = 4096;
+
 function redactBuiltIns(text: string, regions: readonly CountryCode[]): string {
   let out = text.includes('@') ? text.replace(emailPattern, EMAIL_PLACEHOLDER) : text;
   // Most strings hold fewer than 7 digits: nothing below can match them.
@@ -294,8 +306,21 @@ function redactBuiltIns(text: string, regions: readonly CountryCode[]): string {
     if (c >= 48 && c <= 57) digits++;
   }
   if (digits < 7) return out;
+  const memo = out.length <= scannedCleanMaxLength ? scannedClean.get(regions) : undefined;
+  if (memo?.has(out)) return out;
+  const scanned = out;
   out = out.replace(cardCandidate, (match) => (isCardNumber(match) ? CARD_PLACEHOLDER : match));
-  return replaceSpans(out, findPhoneNumbers(out, regions), PHONE_PLACEHOLDER);
+  out = replaceSpans(out, findPhoneNumbers(out, regions), PHONE_PLACEHOLDER);
+  if (out === scanned && scanned.length <= scannedCleanMaxLength) {
+    let set = memo ?? scannedClean.get(regions);
+    if (!set) {
+      set = new Set();
+      scannedClean.set(regions, set);
+    }
+    if (set.size >= scannedCleanMaxEntries) set.clear();
+    set.add(scanned);
+  }
+  return out;
 }
 
 export interface CompiledPattern {
@@ -354,17 +379,40 @@ export function createRedactor(
     }
     return out;
   };
+  // Copy on write: an array or object is copied only when something inside it was redacted, so a
+  // log with nothing to redact (most of them) is answered as it is, with no copy to collect.
   const walk = (value: unknown, state: { changed: boolean }): unknown => {
     if (typeof value === 'string') {
       const redacted = text(value);
       if (redacted !== value) state.changed = true;
       return redacted;
     }
-    if (Array.isArray(value)) return value.map((v) => walk(v, state));
+    if (Array.isArray(value)) {
+      let out: unknown[] | undefined;
+      for (let i = 0; i < value.length; i++) {
+        const v = value[i];
+        const w = walk(v, state);
+        if (w !== v && !out) out = value.slice(0, i);
+        if (out) out.push(w);
+      }
+      return out ?? value;
+    }
     if (value && typeof value === 'object') {
-      const out: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(value)) out[k] = walk(v, state);
-      return out;
+      // Anything but a plain object (a Date, a class instance) becomes a plain copy of its own
+      // entries, as it always did.
+      const proto = Object.getPrototypeOf(value);
+      let out: Record<string, unknown> | undefined = proto === Object.prototype || proto === null ? undefined : {};
+      const entries = Object.entries(value);
+      for (let i = 0; i < entries.length; i++) {
+        const [k, v] = entries[i]!;
+        const w = walk(v, state);
+        if (w !== v && !out) {
+          out = {};
+          for (let j = 0; j < i; j++) out[entries[j]![0]] = entries[j]![1];
+        }
+        if (out) out[k] = w;
+      }
+      return out ?? value;
     }
     return value;
   };

@@ -160,7 +160,17 @@ export async function recordTurnLogsInTx(
   const sql = sqlOf[tx.provider];
   const all = <R>(stmt: Stmt, params: readonly unknown[]) => tx.all<R>(stmt.text, argsOf(stmt, params));
   const run = (stmt: Stmt, params: readonly unknown[]) => tx.run(stmt.text, argsOf(stmt, params));
-  const ts = (d: Date) => storedTimestamp(tx.provider, d);
+  // A turn's logs mostly share a millisecond: the last one's text is reused for the next.
+  let lastMs = Number.NaN;
+  let lastText = '';
+  const ts = (d: Date) => {
+    const ms = d.getTime();
+    if (ms !== lastMs) {
+      lastText = storedTimestamp(tx.provider, d);
+      lastMs = ms;
+    }
+    return lastText;
+  };
   const now = new Date();
 
   // 1. Turns recorded already (a retry, the outbox) write nothing; a turn twice in the input once.

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { cardIssuerOf, createRedactor, isCardNumber, parsePhoneRegions } from '../../src/transcripts/redaction';
+import {
+  cardIssuerOf,
+  compileRedactionPatterns,
+  createRedactor,
+  isCardNumber,
+  parsePhoneRegions,
+} from '../../src/transcripts/redaction';
 
 /**
  * What redaction must keep and what it must remove. After the retention period the originals are
@@ -87,6 +93,57 @@ describe('redaction: false positives and true positives', () => {
     expect(usOnly.text('call (415) 555-2671')).toBe('call [phone]');
     const ukOnly = createRedactor([], ['GB']);
     expect(ukOnly.text('call (415) 555-2671')).toBe('call (415) 555-2671');
+  });
+
+  it('gives the same answer when a string comes again (strings found clean are not scanned twice)', () => {
+    // A second and third pass over every case, after the first pass above left the clean ones in
+    // the memo: each answer is still the expected one.
+    for (let pass = 0; pass < 2; pass++) {
+      for (const [, text] of kept) expect(redact.text(text)).toBe(text);
+      for (const [, text, expected] of removed) expect(redact.text(text)).toBe(expected);
+    }
+    // The runtime's path IDs hold 7 digits or more, and are kept every time.
+    for (let i = 0; i < 3; i++) expect(redact.text('path-6f76239f84')).toBe('path-6f76239f84');
+    // Clean for one list of regions is not clean for another: the memo is per list.
+    const usOnly = createRedactor([], ['US']);
+    const ukOnly = createRedactor([], ['GB']);
+    for (let i = 0; i < 2; i++) {
+      expect(usOnly.text('ring 020 7946 0958')).toBe('ring 020 7946 0958');
+      expect(ukOnly.text('ring 020 7946 0958')).toBe('ring [phone]');
+    }
+    // A project's own patterns still apply to a string the built-in detectors found clean.
+    const own = createRedactor(compileRedactionPatterns(['path-[0-9a-f]+']));
+    expect(own.text('path-6f76239f84')).toBe('[redacted]');
+    expect(own.json({ path: 'path-6f76239f84' })).toEqual({ value: { path: '[redacted]' }, changed: true });
+    // A string that holds a phone number is redacted however often it comes.
+    for (let i = 0; i < 3; i++) expect(redact.text('call (415) 555-2671 today')).toBe('call [phone] today');
+  });
+
+  it('redacts JSON values copying only what holds something redacted', () => {
+    const clean = { type: 'text', payload: { message: 'Hi', path: 'path-6f76239f84', n: 3, ok: true, none: null } };
+    const cleanOut = redact.json(clean);
+    expect(cleanOut).toEqual({ value: clean, changed: false });
+    expect(cleanOut.value).toBe(clean); // nothing to redact: the value itself, no copy
+    const mixed = {
+      keep: { a: ['x', 1, { b: 'y' }] },
+      list: ['one', 'call (415) 555-2671', 'three', { c: 'write to a@example.com' }],
+      after: { z: 'last' },
+    };
+    const before = JSON.stringify(mixed);
+    const out = redact.json(mixed);
+    expect(out.changed).toBe(true);
+    expect(out.value).toEqual({
+      keep: { a: ['x', 1, { b: 'y' }] },
+      list: ['one', 'call [phone]', 'three', { c: 'write to [email]' }],
+      after: { z: 'last' },
+    });
+    expect(JSON.stringify(mixed)).toBe(before); // the input is left as it was
+    // Key order is kept, before and after the first redacted member.
+    expect(Object.keys(out.value as object)).toEqual(['keep', 'list', 'after']);
+    // A Date (not a plain object) becomes a plain copy of its own entries, as before, unchanged.
+    const dated = redact.json({ at: new Date(0), s: 'x' });
+    expect(dated).toEqual({ value: { at: {}, s: 'x' }, changed: false });
+    expect(JSON.stringify(dated.value)).toBe('{"at":{},"s":"x"}');
   });
 
   it('knows card issuers by prefix and length', () => {
