@@ -529,15 +529,11 @@ describeEachDatabase('list endpoints of properties, values and evaluations', (pr
       return requestOperations(operations);
     };
     // The key's project is cached with the key (src/auth/keys.ts): access control reads nothing.
-    expect(await measure(`/v1/transcript-property/project/${p.projectID}`)).toEqual([
-      'TranscriptProperty.findMany',
-    ]);
+    expect(await measure(`/v1/transcript-property/project/${p.projectID}`)).toEqual(['TranscriptProperty.findMany']);
     expect(await measure(`/v1/transcript-property-value/transcript/${transcript}`)).toEqual([
       'Transcript.findUnique',
       'TranscriptPropertyValue.findMany',
     ]);
-    expect(await measure(`/v1/transcript-evaluation/project/${p.projectID}`)).toEqual([
-      'Evaluation.findMany',
-    ]);
+    expect(await measure(`/v1/transcript-evaluation/project/${p.projectID}`)).toEqual(['Evaluation.findMany']);
   });
 });

@@ -91,11 +91,7 @@ describeEachDatabase('transcript search statements', (provider) => {
     // The filter's ID looked up among the project's properties and evaluations (once per search, not
     // per row); then one raw statement (no model) for the page. Access control reads nothing: the
     // key's project is cached with the key (src/auth/keys.ts).
-    expect(page.operations).toEqual([
-      'Evaluation.findMany',
-      'TranscriptProperty.findMany',
-      'undefined.queryRows',
-    ]);
+    expect(page.operations).toEqual(['Evaluation.findMany', 'TranscriptProperty.findMany', 'undefined.queryRows']);
     // Its statements: the page with its property values and evaluation results in one statement
     // (src/transcripts/search-page.ts), which reads the relations for the page's rows only.
     expect(page.reads).toEqual(
