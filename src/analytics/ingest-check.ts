@@ -81,10 +81,76 @@ const kinds = new Map<string, { fields: Map<string, Field>; required: string[] }
   }),
 );
 
+/** The value of the two ASCII digits at `at`, or -1 when either is not a digit. */
+function twoDigits(text: string, at: number): number {
+  const a = text.charCodeAt(at) - 48;
+  const b = text.charCodeAt(at + 1) - 48;
+  return a >= 0 && a <= 9 && b >= 0 && b <= 9 ? a * 10 + b : -1;
+}
+
+function isLeapYear(year: number): boolean {
+  return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+}
+
+const monthDays = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/**
+ * The time (ms) of a UTC timestamp in its usual shapes, `2026-01-02T03:04:05Z` and
+ * `2026-01-02T03:04:05.678Z` (T or t, Z or z), read digit by digit: no regular expression, no
+ * match array, no substrings. Undefined when `text` has another shape (an offset, no seconds, another
+ * number of fraction digits, or no timestamp at all): then `parseTimestamp` (src/lib/time.ts),
+ * the rule, reads it. For the shapes read here both give the same time and refuse the same
+ * calendar errors (test/analytics/ingest-check.test.ts holds them to it); NaN when the date or
+ * time does not exist.
+ */
+export function utcTimestampMs(text: string): number | undefined {
+  const length = text.length;
+  if (length !== 20 && length !== 24) return undefined;
+  const last = text.charCodeAt(length - 1);
+  if (last !== 90 && last !== 122) return undefined; // Z z
+  const t = text.charCodeAt(10);
+  if (t !== 84 && t !== 116) return undefined; // T t
+  if (
+    text.charCodeAt(4) !== 45 || // -
+    text.charCodeAt(7) !== 45 ||
+    text.charCodeAt(13) !== 58 || // :
+    text.charCodeAt(16) !== 58
+  ) {
+    return undefined;
+  }
+  const century = twoDigits(text, 0);
+  const yy = twoDigits(text, 2);
+  const month = twoDigits(text, 5);
+  const day = twoDigits(text, 8);
+  const hour = twoDigits(text, 11);
+  const minute = twoDigits(text, 14);
+  const second = twoDigits(text, 17);
+  if ((century | yy | month | day | hour | minute | second) < 0) return undefined;
+  let ms = 0;
+  if (length === 24) {
+    if (text.charCodeAt(19) !== 46) return undefined; // .
+    const tens = twoDigits(text, 20);
+    const units = text.charCodeAt(22) - 48;
+    if (tens < 0 || units < 0 || units > 9) return undefined;
+    ms = tens * 10 + units;
+  }
+  const year = century * 100 + yy;
+  if (month < 1 || month > 12 || day < 1) return Number.NaN;
+  if (day > (month === 2 && isLeapYear(year) ? 29 : monthDays[month]!)) return Number.NaN;
+  if (hour > 23 || minute > 59 || second > 59) return Number.NaN;
+  return Date.UTC(year, month - 1, day, hour, minute, second, ms);
+}
+
 const commonMembers = new Set(['kind', 'projectID', 'environment', 'timestamp', 'userID', 'eventID']);
 const environmentText = text(64);
 const userIdText = text(usageLimits.userId);
 const eventIdText = text(usageLimits.idempotencyKey);
+
+/** The project IDs and environments already found good in a batch (the sent text, no prefixed copy per event). */
+interface SeenInBatch {
+  projects: Set<string>;
+  environments: Set<string>;
+}
 
 /**
  * One event checked by hand, or undefined when it breaks a rule (or may: anything unusual is left
@@ -94,7 +160,7 @@ const eventIdText = text(usageLimits.idempotencyKey);
 export function checkIngestedEvent(
   value: unknown,
   latest: number,
-  seen: Set<string> = new Set(),
+  seen: SeenInBatch = { projects: new Set(), environments: new Set() },
 ): IngestedUsageEvent | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
   const source = value as Record<string, unknown>;
@@ -118,27 +184,31 @@ export function checkIngestedEvent(
         continue;
       case 'projectID':
         if (typeof v !== 'string') return undefined;
-        if (!seen.has(`p:${v}`)) {
+        if (!seen.projects.has(v)) {
           if (!idPattern.test(v)) return undefined;
-          seen.add(`p:${v}`);
+          seen.projects.add(v);
         }
         hasProject = true;
         break;
       case 'environment':
         if (typeof v !== 'string') return undefined;
-        if (!seen.has(`e:${v}`)) {
+        if (!seen.environments.has(v)) {
           if (!environmentText(v)) return undefined;
-          seen.add(`e:${v}`);
+          seen.environments.add(v);
         }
         hasEnvironment = true;
         break;
       case 'timestamp': {
         if (typeof v !== 'string') return undefined;
-        const parsed = parseTimestamp(v);
-        if (!parsed.ok) return undefined;
-        const ms = parsed.date.getTime();
+        let ms = utcTimestampMs(v);
+        if (ms === undefined) {
+          const parsed = parseTimestamp(v);
+          if (!parsed.ok) return undefined;
+          ms = parsed.date.getTime();
+        }
+        // NaN (no such date or time) fails here too.
         if (!(ms >= 0 && ms <= latest)) return undefined;
-        out.timestamp = parsed.date;
+        out.timestamp = new Date(ms);
         continue;
       }
       case 'userID':
@@ -166,7 +236,7 @@ export function checkIngestedEvent(
 export function parseIngestedBatch(events: unknown, now: number = Date.now()): IngestedUsageEvent[] {
   if (Array.isArray(events) && events.length >= 1 && events.length <= usageLimits.batch) {
     const latest = now + maxFutureSkewMs;
-    const seen = new Set<string>();
+    const seen: SeenInBatch = { projects: new Set(), environments: new Set() };
     const out: IngestedUsageEvent[] = new Array(events.length);
     let i = 0;
     for (; i < events.length; i++) {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { checkIngestedEvent, parseIngestedBatch } from '../../src/analytics/ingest-check';
+import { checkIngestedEvent, parseIngestedBatch, utcTimestampMs } from '../../src/analytics/ingest-check';
 import { maxFutureSkewMs, usageEventBatchBodySchema } from '../../src/analytics/validation';
 import { AppError, issuesToDetails } from '../../src/lib/errors';
+import { parseTimestamp } from '../../src/lib/time';
 
 /**
  * The hand-written check of ingested events (src/analytics/ingest-check.ts) against the rule it
@@ -75,6 +76,17 @@ const odd: unknown[] = [
   '2026-03-01T12:05:00.000Z',
   '2026-03-01T12:00:00+25:00',
   'not a time',
+  '2026-02-28t23:59:59.999z',
+  '2024-02-29T00:00:00Z',
+  '2026-02-29T00:00:00.000Z',
+  '2026-03-01T12:00:00.5Z',
+  '2026-03-01T12:00:00.1234Z',
+  '2026-03-01T24:00:00Z',
+  '2026-03-01T12:60:00.000Z',
+  '2026-13-01T00:00:00Z',
+  '0050-01-01T00:00:00Z',
+  '2026-03-01T12:00:0aZ',
+  '2026-03-01 12:00:00Z',
 ];
 
 const members = [
@@ -188,5 +200,70 @@ describe('the ingestion check by hand agrees with the zod schema', () => {
         now,
       ),
     ).toHaveLength(1000);
+  });
+});
+
+describe('the timestamp read digit by digit agrees with parseTimestamp', () => {
+  /** What parseTimestamp says, as utcTimestampMs says it for the shapes it reads: a time, or NaN. */
+  const rule = (text: string) => {
+    const parsed = parseTimestamp(text);
+    return parsed.ok ? parsed.date.getTime() : Number.NaN;
+  };
+
+  it('gives the same time, or the same refusal, for every shape it reads', () => {
+    const texts: string[] = [];
+    for (const year of [
+      '0000',
+      '0050',
+      '0099',
+      '0100',
+      '1900',
+      '1969',
+      '1970',
+      '2000',
+      '2024',
+      '2026',
+      '2100',
+      '9999',
+    ]) {
+      for (let month = 0; month <= 13; month++) {
+        for (const day of [0, 1, 28, 29, 30, 31, 32]) {
+          const date = `${year}-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')}`;
+          texts.push(`${date}T00:00:00Z`, `${date}t23:59:59.999z`);
+        }
+      }
+    }
+    for (const time of ['23:59:59', '24:00:00', '23:60:00', '23:59:60', '99:99:99', '00:00:00']) {
+      texts.push(`2026-03-01T${time}Z`, `2026-03-01T${time}.000Z`);
+    }
+    for (let ms = 0; ms < 1000; ms++) texts.push(`2026-03-01T12:00:00.${String(ms).padStart(3, '0')}Z`);
+    let read = 0;
+    for (const text of texts) {
+      const ms = utcTimestampMs(text);
+      expect(ms, text).not.toBeUndefined();
+      expect(ms, text).toEqual(rule(text));
+      read++;
+    }
+    expect(read).toBe(texts.length);
+  });
+
+  it('leaves every other shape to parseTimestamp', () => {
+    for (const text of [
+      '2026-03-01T12:00Z',
+      '2026-03-01T12:00:00+01:00',
+      '2026-03-01T12:00:00.5Z',
+      '2026-03-01T12:00:00.12345Z',
+      '2026-03-01T12:00:00',
+      '2026-03-01 12:00:00Z',
+      '2026-03-01T12:00:00.12aZ',
+      '2026/03/01T12:00:00Z',
+      '2026-03-01T12-00-00Z',
+      '2026-03-01T12:00:00.000+00:00',
+      '+2026-3-01T12:00:00Z',
+      '２０２６-03-01T12:00:00Z',
+      '',
+    ]) {
+      expect(utcTimestampMs(text), text).toBeUndefined();
+    }
   });
 });
