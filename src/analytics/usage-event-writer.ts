@@ -565,15 +565,16 @@ function runOnSqlite(write: UsageWrite, sql: SqliteStatements): RecordedUsage {
       else sql.run(text.json, ...params);
     } else {
       const row = text.row;
-      // better-sqlite3 binds an array's elements in order: the row's values, then the bound value.
-      const extra = bound === undefined ? [] : [bound];
+      // better-sqlite3 binds an array's elements in order: the row's values, then the bound value
+      // (passed as an argument of its own: no array spread per row).
       if (returning) {
         for (const values of rows) {
           // RETURNING gives at most one row for one inserted row; SQLite makes the change at the first step.
-          const out = sql.get<Row>(row, values, ...extra);
+          const out = bound === undefined ? sql.get<Row>(row, values) : sql.get<Row>(row, values, bound);
           if (out !== undefined) returned.push(out);
         }
-      } else for (const values of rows) sql.run(row, values, ...extra);
+      } else if (bound === undefined) for (const values of rows) sql.run(row, values);
+      else for (const values of rows) sql.run(row, values, bound);
     }
     step = write.next(returned);
   }
