@@ -69,6 +69,8 @@ export interface DriverEvent {
   statements: number;
   /** Explicit transactions committed (a single statement outside one commits on its own, not counted). */
   commits: number;
+  /** Made inside `asBackgroundWork` (the job runner's polls and jobs), as QueryEvent.background. */
+  background: boolean;
 }
 
 export interface SqliteStatements {
@@ -164,7 +166,9 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
   let connection: SqlDriverAdapter | undefined;
   const driverListeners = new Set<(event: DriverEvent) => void>();
   const report = (label: string, statements: number, commits: number) => {
-    for (const listener of driverListeners) listener({ label, statements, commits });
+    if (driverListeners.size === 0) return;
+    const background = backgroundWork.getStore() === true;
+    for (const listener of driverListeners) listener({ label, statements, commits, background });
   };
   let sqliteConnection: BetterSqlite3.Database | null = null;
   let pgPool: pg.Pool | null = null;

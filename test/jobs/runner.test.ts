@@ -53,8 +53,8 @@ describeEachDatabase('the job runner', (provider) => {
     const queue = uniqueQueue('background');
     const events: { model: string | undefined; operation: string; background: boolean }[] = [];
     const listener = (e: { model: string | undefined; operation: string; background: boolean }) => events.push(e);
-    const driverCalls: string[] = [];
-    const driverListener = (e: { label: string }) => driverCalls.push(e.label);
+    const driverCalls: { label: string; background: boolean }[] = [];
+    const driverListener = (e: { label: string; background: boolean }) => driverCalls.push(e);
     db.queryListeners.add(listener);
     db.driverListeners.add(driverListener);
     try {
@@ -71,19 +71,64 @@ describeEachDatabase('the job runner', (provider) => {
       db.driverListeners.delete(driverListener);
     }
     const ofJob = events.filter((e) => e.model === 'Workspace');
-    const claims = events.filter((e) => e.model === undefined && e.operation === '$queryRaw');
+    // The runner claims (each poll) and marks the job done with driver statements (no Prisma
+    // operation, so no query event: no raw query at all); the caller's own operations (the enqueue,
+    // drain's checks, the count after) are not background.
+    const claims = driverCalls.filter((e) => e.label === 'jobs.claim');
     expect(ofJob).toHaveLength(1);
     expect(claims.length).toBeGreaterThan(0);
-    expect([...ofJob, ...claims].every((e) => e.background)).toBe(true);
-    // The runner marks the job done with one driver statement (no Prisma operation, so no query
-    // event); the caller's own operations (the enqueue, drain's checks, the count after) are not
-    // background.
-    expect(driverCalls).toEqual(['jobs.done']);
+    expect([...ofJob, ...driverCalls].every((e) => e.background)).toBe(true);
+    expect(driverCalls.map((e) => e.label).filter((label) => label !== 'jobs.claim')).toEqual(['jobs.done']);
+    expect(driverCalls[0]?.label).toBe('jobs.claim');
+    expect(events.some((e) => e.model === undefined && e.operation.startsWith('$queryRaw'))).toBe(false);
     expect(events.some((e) => e.model === 'Job' && e.operation === 'updateMany')).toBe(false);
     const callers = events.filter((e) => e.model === 'Job' && (e.operation === 'create' || e.operation === 'count'));
     expect(callers.length).toBeGreaterThan(1);
     expect(callers.every((e) => !e.background)).toBe(true);
     expect(events.at(-1)).toEqual(expect.objectContaining({ model: 'ApiKey', background: false }));
+  });
+
+  it('claims through the driver with the times Prisma writes and reads: due jobs only, lease and updatedAt set', async () => {
+    const queue = uniqueQueue('claim');
+    const leaseMs = 5000;
+    const seen: { id: string; attempt: number; row: Record<string, unknown>; text?: Record<string, unknown> }[] = [];
+    const r = runner({ leaseMs, workerId: 'claimer' });
+    r.register(queue, async (job) => {
+      const row = await db.prisma.job.findUniqueOrThrow({ where: { id: job.id } });
+      // On SQLite, the claim's times as stored (text), while the job holds its claim.
+      const [text] =
+        provider === 'sqlite'
+          ? await db.queryRows('SELECT "runAt", "lockedUntil", "updatedAt" FROM "Job" WHERE "id" = ?', [job.id])
+          : [];
+      seen.push({ id: job.id, attempt: job.attempt, row, text });
+    });
+    const later = await enqueueJob(db.prisma, { queue, payload: {}, runAt: new Date(Date.now() + 3600_000) });
+    const due = await enqueueJob(db.prisma, { queue, payload: { n: 1 }, runAt: new Date(Date.now() - 1) });
+    const before = Date.now();
+    r.start();
+    await r.drain();
+    const after = Date.now();
+    expect(seen.map((s) => [s.id, s.attempt])).toEqual([[due.id, 1]]);
+    const row = seen[0]!.row as { lockedUntil: Date; updatedAt: Date; lockedBy: string; status: string };
+    expect(row).toMatchObject({ status: 'running', lockedBy: 'claimer', attempts: 1 });
+    expect(row.lockedUntil).toBeInstanceOf(Date);
+    expect(row.lockedUntil.getTime()).toBeGreaterThanOrEqual(before + leaseMs);
+    expect(row.lockedUntil.getTime()).toBeLessThanOrEqual(after + leaseMs);
+    expect(row.updatedAt.getTime()).toBeGreaterThanOrEqual(before);
+    expect(row.updatedAt.getTime()).toBeLessThanOrEqual(after);
+    expect(await db.prisma.job.findUniqueOrThrow({ where: { id: later.id } })).toMatchObject({
+      status: 'queued',
+      attempts: 0,
+      lockedBy: null,
+    });
+    if (provider === 'sqlite') {
+      // Stored as the text the adapter writes for Prisma's own DateTime columns (runAt).
+      const text = seen[0]!.text as Record<string, unknown>;
+      const shape = (v: unknown) => String(v).replace(/\d/g, '0');
+      expect(shape(text.runAt)).toMatch(/^0000-00-00T00:00:00\.000/);
+      expect(shape(text.lockedUntil)).toBe(shape(text.runAt));
+      expect(shape(text.updatedAt)).toBe(shape(text.runAt));
+    }
   });
 
   it('retries a failing job with backoff until it succeeds', async () => {

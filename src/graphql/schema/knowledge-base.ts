@@ -62,6 +62,24 @@ async function afterUpload(ctx: Context, doc: KbDocumentRow, wait: boolean | nul
   });
 }
 
+/**
+ * The answer of an upload: with `wait`, the row `waitForDocument` read once the ingestion settled
+ * (a driver SELECT of every column the type exposes, made after the job committed), unless the
+ * selection asks for a relation (`chunks`): then, as without `wait`, Prisma reads the document with
+ * the selection. Reading the same row again through Prisma cost one more Prisma operation per
+ * upload. `tags` are not a Prisma selection and read as for any document.
+ */
+async function uploadAnswer(
+  ctx: Context,
+  query: { include?: object; select?: object },
+  doc: KbDocumentRow,
+  wait: boolean | null | undefined,
+) {
+  const settled = await afterUpload(ctx, doc, wait);
+  if (wait && !query.select && Object.keys(query.include ?? {}).length === 0) return settled;
+  return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id: settled.id } });
+}
+
 /** An uploaded file as a source; 413 over the size limit, 415 for a type we do not read. */
 async function fileSource(ctx: Context, file: File): Promise<Extract<KbSourceInput, { kind: 'file' }>> {
   const limit = ctx.services.config.KB_MAX_FILE_BYTES;
@@ -448,8 +466,7 @@ builder.mutationFields((t) => ({
         environment: args.environment ?? null,
         tags: args.tags ?? undefined,
       });
-      const settled = await afterUpload(ctx, doc, args.wait);
-      return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id: settled.id } });
+      return uploadAnswer(ctx, query, doc, args.wait);
     },
   }),
   uploadKnowledgeBaseUrl: t.prismaField({
@@ -474,8 +491,7 @@ builder.mutationFields((t) => ({
         environment: args.environment ?? null,
         tags: args.tags ?? undefined,
       });
-      const settled = await afterUpload(ctx, doc, args.wait);
-      return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id: settled.id } });
+      return uploadAnswer(ctx, query, doc, args.wait);
     },
   }),
   uploadKnowledgeBaseTable: t.prismaField({
@@ -504,8 +520,7 @@ builder.mutationFields((t) => ({
         environment: args.environment ?? null,
         tags: args.tags ?? undefined,
       });
-      const settled = await afterUpload(ctx, doc, args.wait);
-      return ctx.services.db.prisma.kbDocument.findUniqueOrThrow({ ...query, where: { id: settled.id } });
+      return uploadAnswer(ctx, query, doc, args.wait);
     },
   }),
   replaceKnowledgeBaseDocument: t.prismaField({

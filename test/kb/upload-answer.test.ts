@@ -1,0 +1,72 @@
+import { expect, it } from 'vitest';
+import type { QueryEvent } from '../../src/db/client';
+import { useTestApp } from '../helpers/app';
+import { uploadFile } from '../helpers/kb';
+import { describeEachDatabase } from '../helpers/lanes';
+
+/**
+ * An upload with wait=true answers the row that the wait read once the ingestion settled, without
+ * reading it again through Prisma; the answer is the document as any later read gives it. A
+ * selection with `chunks` still reads them (through Prisma, in document order).
+ */
+describeEachDatabase('knowledge-base upload answer', (provider) => {
+  const t = useTestApp(provider);
+
+  async function recordPrisma<T>(fn: () => Promise<T>): Promise<{ result: T; events: QueryEvent[] }> {
+    const events: QueryEvent[] = [];
+    const listener = (event: QueryEvent) => {
+      events.push(event);
+    };
+    t.app.services.db.queryListeners.add(listener);
+    try {
+      return { result: await fn(), events };
+    } finally {
+      t.app.services.db.queryListeners.delete(listener);
+    }
+  }
+
+  it('answers a waited upload as a later read does, with no Prisma read of the document', async () => {
+    const p = await t.app.createProject();
+    const { result: res, events } = await recordPrisma(() =>
+      uploadFile(t.app, {
+        key: p.apiKey,
+        filename: 'answer.txt',
+        content: `plover ${'lorem ipsum dolor sit amet '.repeat(300)}`,
+        metadata: { team: 'ops', n: 1 },
+        query: { wait: 'true', maxChunkSize: '500' },
+      }),
+    );
+    expect(res.status, res.text).toBe(200);
+    const [doc] = (res.body as { data: { documentID: string; status: string; chunkCount: number }[] }).data;
+    expect(doc!.status).toBe('SUCCESS');
+    expect(doc!.chunkCount).toBeGreaterThan(1);
+    expect(events.filter((e) => e.model === 'KbDocument').map((e) => e.operation)).toEqual([]);
+    const read = await t.app.http('GET', `/v1/knowledge-base/docs/${doc!.documentID}`, { key: p.apiKey });
+    expect(read.status, read.text).toBe(200);
+    expect((res.body as { data: unknown[] }).data).toEqual((read.body as { data: unknown[] }).data);
+  });
+
+  it('reads the chunks of a waited upload that selects them, in order', async () => {
+    const p = await t.app.createProject();
+    const res = await t.app.gql(
+      `mutation { uploadKnowledgeBaseTable(wait: true, input: { name: "birds", schema: { searchableFields: ["q"] },
+        items: [{ q: "avocet" }, { q: "bittern" }, { q: "curlew" }] }) {
+          documentID status { type } chunkCount chunks { position content } } }`,
+      {},
+      p.apiKey,
+    );
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.errors).toBeUndefined();
+    const doc = res.body.data.uploadKnowledgeBaseTable;
+    expect(doc.status.type).toBe('SUCCESS');
+    expect(doc.chunkCount).toBe(3);
+    expect(doc.chunks.map((c: { position: number }) => c.position)).toEqual([0, 1, 2]);
+    expect(doc.chunks.map((c: { content: string }) => c.content).join(' ')).toMatch(/avocet.*bittern.*curlew/s);
+    const read = await t.app.gql(
+      `query($id: ID!) { knowledgeBaseDocument(documentID: $id) { documentID status { type } chunkCount chunks { position content } } }`,
+      { id: doc.documentID },
+      p.apiKey,
+    );
+    expect(read.body.data.knowledgeBaseDocument).toEqual(doc);
+  });
+});
