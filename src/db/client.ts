@@ -71,6 +71,8 @@ export interface DriverEvent {
   commits: number;
   /** Made inside `asBackgroundWork` (the job runner's polls and jobs), as QueryEvent.background. */
   background: boolean;
+  /** From the call to its end, the wait for the connection (SQLite's lock, the pool) included. */
+  durationMs: number;
 }
 
 export interface SqliteStatements {
@@ -165,10 +167,11 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
   /** The adapter connection Prisma runs on, once connected (queryRows). */
   let connection: SqlDriverAdapter | undefined;
   const driverListeners = new Set<(event: DriverEvent) => void>();
-  const report = (label: string, statements: number, commits: number) => {
+  const report = (label: string, statements: number, commits: number, startedAt: number) => {
     if (driverListeners.size === 0) return;
     const background = backgroundWork.getStore() === true;
-    for (const listener of driverListeners) listener({ label, statements, commits, background });
+    const durationMs = performance.now() - startedAt;
+    for (const listener of driverListeners) listener({ label, statements, commits, background, durationMs });
   };
   let sqliteConnection: BetterSqlite3.Database | null = null;
   let pgPool: pg.Pool | null = null;
@@ -405,7 +408,7 @@ function withStatementCache(client: BetterSqlite3.Database): BetterSqlite3.Datab
 function sqliteDriver(
   connection: BetterSqlite3.Database,
   lock: Lock,
-  report: (label: string, statements: number, commits: number) => void,
+  report: (label: string, statements: number, commits: number, startedAt: number) => void,
 ): SqliteDriver {
   const prepared = new Map<string, BetterSqlite3.Statement>();
   const statementOf = (sql: string) => {
@@ -454,6 +457,7 @@ function sqliteDriver(
   return {
     provider: 'sqlite',
     async transaction<T>(label: string, fn: (sql: SqliteStatements) => Promise<T>): Promise<T> {
+      const startedAt = performance.now();
       let open = false;
       const { sql, counted } = statementsOf(label, () => open);
       const release = await lock.acquire();
@@ -479,10 +483,11 @@ function sqliteDriver(
         // A COMMIT that failed (SQLITE_BUSY from another process) leaves the transaction open.
         rollback();
         release();
-        report(label, counted.statements, committed);
+        report(label, counted.statements, committed, startedAt);
       }
     },
     async exclusive(label, fn, opts) {
+      const startedAt = performance.now();
       let settled = false;
       const { sql, counted } = statementsOf(label, () => !settled);
       const release = await lock.acquire();
@@ -496,7 +501,7 @@ function sqliteDriver(
       } finally {
         settled = true;
         release();
-        report(label, counted.statements, committed);
+        report(label, counted.statements, committed, startedAt);
       }
     },
   };
@@ -505,18 +510,20 @@ function sqliteDriver(
 /** The PostgreSQL driver access (see PostgresDriver), on the pool Prisma's adapter made. */
 function postgresDriver(
   pool: pg.Pool,
-  report: (label: string, statements: number, commits: number) => void,
+  report: (label: string, statements: number, commits: number, startedAt: number) => void,
 ): PostgresDriver {
   return {
     provider: 'postgresql',
     async query(label, sql, params) {
+      const startedAt = performance.now();
       try {
         return await pool.query(sql, params);
       } finally {
-        report(label, 1, 0);
+        report(label, 1, 0, startedAt);
       }
     },
     async transaction<T>(label: string, fn: (sql: PostgresStatements) => Promise<T>): Promise<T> {
+      const startedAt = performance.now();
       const client = await pool.connect();
       // Only `fn`'s statements are counted, as on SQLite; BEGIN … COMMIT is the one commit.
       let statements = 0;
@@ -557,7 +564,7 @@ function postgresDriver(
         // A connection whose BEGIN, COMMIT or ROLLBACK failed may still be inside a transaction:
         // destroyed rather than handed to the next caller.
         client.release(!ended);
-        report(label, statements, committed);
+        report(label, statements, committed, startedAt);
       }
     },
   };

@@ -1,5 +1,5 @@
 import { type Attributes, ROOT_CONTEXT, type Span, SpanKind } from '@opentelemetry/api';
-import type { Db, QueryEvent } from '../db/client';
+import type { Db, DriverEvent, QueryEvent } from '../db/client';
 import type { JobHandler, JobRunner, RegisterOptions } from '../jobs/runner';
 import { isLlmError } from '../llm/errors';
 import type { ChatRequest, ChatResult, ChatStreamEvent, LlmAccounting, LlmProvider } from '../llm/types';
@@ -14,7 +14,7 @@ import { failSpan, recordFinishedSpan, tracer, tracingActive } from './tracing';
  * handler registered on it), the LLM provider and the turn recorder.
  */
 
-/** A histogram observation and a span for every Prisma operation. */
+/** A histogram observation and a span for every Prisma operation and every driver call. */
 export function instrumentDb(db: Db, metrics: Metrics | null): () => void {
   const listener = (event: QueryEvent) => {
     if (!metrics && !tracingActive()) return;
@@ -26,8 +26,23 @@ export function instrumentDb(db: Db, metrics: Metrics | null): () => void {
       event.durationMs,
     );
   };
+  // Statements run straight on the driver (the turn's lease, commit and record batch, the job
+  // runner's claim, …) by their call's label, under the model "driver".
+  const driverListener = (event: DriverEvent) => {
+    if (!metrics && !tracingActive()) return;
+    metrics?.dbQueryDuration.observe({ model: 'driver', operation: event.label }, event.durationMs / 1000);
+    recordFinishedSpan(
+      `driver ${event.label}`,
+      { 'db.system.name': db.provider, 'db.operation.name': event.label },
+      event.durationMs,
+    );
+  };
   db.queryListeners.add(listener);
-  return () => db.queryListeners.delete(listener);
+  db.driverListeners.add(driverListener);
+  return () => {
+    db.queryListeners.delete(listener);
+    db.driverListeners.delete(driverListener);
+  };
 }
 
 /**

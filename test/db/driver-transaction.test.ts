@@ -67,7 +67,9 @@ describeEachDatabase('driver transactions', (provider) => {
       const ids = [newId(), newId(), newId()];
       await insertInTransaction(ids, () => {});
       expect(await countOf(ids)).toBe(3);
-      expect(events).toEqual([{ label: 'test.insert', statements: 3, commits: 1, background: false }]);
+      expect(events).toEqual([
+        { label: 'test.insert', statements: 3, commits: 1, background: false, durationMs: expect.any(Number) },
+      ]);
     } finally {
       db.driverListeners.delete(listener);
     }
@@ -88,7 +90,9 @@ describeEachDatabase('driver transactions', (provider) => {
       db.driverListeners.delete(listener);
     }
     expect(await countOf(ids)).toBe(0);
-    expect(events).toEqual([{ label: 'test.insert', statements: 2, commits: 0, background: false }]);
+    expect(events).toEqual([
+      { label: 'test.insert', statements: 2, commits: 0, background: false, durationMs: expect.any(Number) },
+    ]);
   });
 
   it('rolls back when a statement fails (a duplicate key), and the connection stays usable', async () => {
@@ -185,8 +189,8 @@ describeEachDatabase('driver transactions', (provider) => {
       }
       expect(await countOf([c, d])).toBe(0);
       expect(events).toEqual([
-        { label: 'test.async', statements: 2, commits: 1, background: false },
-        { label: 'test.async', statements: 2, commits: 0, background: false },
+        { label: 'test.async', statements: 2, commits: 1, background: false, durationMs: expect.any(Number) },
+        { label: 'test.async', statements: 2, commits: 0, background: false, durationMs: expect.any(Number) },
       ]);
       expect(() => leaked?.run('SELECT 1')).toThrow(/after its end/);
       // The connection is out of its transaction: the next one commits.

@@ -113,7 +113,10 @@ describe(`metrics [${provider}]`, () => {
     expect(
       sample(text, 'parley_db_query_duration_seconds_count', { model: 'Project', operation: 'findMany' }),
     ).toBeGreaterThan(0);
-    expect(sample(text, 'parley_db_query_duration_seconds_count', { model: 'raw' })).toBeGreaterThan(0);
+    // Statements on the driver (here the job runner's claim, each poll) by their call's label.
+    expect(
+      sample(text, 'parley_db_query_duration_seconds_count', { model: 'driver', operation: 'jobs.claim' }),
+    ).toBeGreaterThan(0);
   });
 
   it('gauges open SSE streams while they are open, and counts turns with their duration', async () => {
