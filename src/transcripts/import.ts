@@ -3,7 +3,7 @@ import type { Provider } from '../db/schema-source';
 import type { PrismaTx } from '../db/transaction';
 import { newId } from '../lib/ids';
 import type { Redactor } from './redaction';
-import type { LogInput } from './validation';
+import { type LogInput, traceTypeOf } from './validation';
 
 /**
  * Many finished or running conversations written at once, with their own times (the demo data,
@@ -81,10 +81,7 @@ export async function insertTranscripts(
     t.logs.forEach((log, seq) => {
       const logId = log.id ?? newId(log.createdAt.getTime());
       const redacted = input.redactor.json(log.data ?? null);
-      const traceType =
-        log.type === 'trace' && log.data && typeof log.data === 'object'
-          ? String((log.data as { type?: unknown }).type ?? '')
-          : null;
+      const traceType = traceTypeOf(log);
       logRows.push({
         id: logId,
         transcriptId: id,

@@ -10,7 +10,7 @@ import { newId } from '../lib/ids';
 import type { AppPubSub } from '../lib/pubsub';
 import { compileRedactionPatterns, type Redactor } from './redaction';
 import { type PatternSource, type RedactorCache, readRedactor } from './redactor-cache';
-import type { LogInput } from './validation';
+import { type LogInput, traceTypeOf } from './validation';
 
 /**
  * Transcripts as a domain: created by the runtime on a session's first turn or by ingestion, logs
@@ -159,10 +159,7 @@ export async function appendLogs(
   logs.forEach((log, index) => {
     const id = log.id ?? newId();
     const redacted = redactor.json(log.data ?? null);
-    const traceType =
-      log.type === 'trace' && log.data && typeof log.data === 'object'
-        ? String((log.data as { type?: unknown }).type ?? '')
-        : null;
+    const traceType = traceTypeOf(log);
     const createdAt = log.createdAt ?? now;
     rows.push({
       id,

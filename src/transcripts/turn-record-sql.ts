@@ -7,7 +7,7 @@ import { newId } from '../lib/ids';
 import type { RecordTx } from '../runtime/turn-record';
 import type { Redactor } from './redaction';
 import { publishTranscriptLogs, redactorOf, type SessionKey, type TranscriptDeps } from './service';
-import type { LogInput } from './validation';
+import { type LogInput, traceTypeOf } from './validation';
 
 /**
  * The runtime's turns written to their sessions' transcripts inside a record batch's driver
@@ -253,10 +253,7 @@ export async function recordTurnLogsInTx(
       for (const log of t.logs) {
         const id = log.id ?? newId();
         const redacted = redactor.json(log.data ?? null);
-        const traceType =
-          log.type === 'trace' && log.data && typeof log.data === 'object'
-            ? String((log.data as { type?: unknown }).type ?? '')
-            : null;
+        const traceType = traceTypeOf(log);
         logRows.push([
           id,
           transcript.id,

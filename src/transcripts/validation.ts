@@ -173,6 +173,13 @@ export const logInputSchema = z
 /** A log to append. `id` lets the runtime use its turn ID for the action that starts a turn. */
 export type LogInput = { id?: string; type: LogType; data: unknown; createdAt?: Date | null };
 
+/** The stored `traceType` of a log: a trace's `data.type` (empty when it has none), null for other logs. */
+export function traceTypeOf(log: Pick<LogInput, 'type' | 'data'>): string | null {
+  return log.type === 'trace' && log.data && typeof log.data === 'object'
+    ? String((log.data as { type?: unknown }).type ?? '')
+    : null;
+}
+
 export const logsSchema = z.array(logInputSchema).max(1000, 'must have at most 1000 logs per request');
 
 export const sessionIdSchema = z.string().min(1, 'must not be empty').max(256, 'must be at most 256 characters');
