@@ -1,5 +1,5 @@
 /**
- * npm run bench [-- <suite>... ] [--providers sqlite,postgresql] [--quick]
+ * npm run bench [-- <suite>... ] [--providers sqlite,postgresql] [--quick]   (entry: bench/main.ts)
  *
  * Runs the benchmark suites (all by default) and prints their figures, each beside a baseline
  * measured in the same run, then the table of issue 17 (bench/targets.ts): every measure with its
@@ -17,7 +17,7 @@ if (unknown.length) {
 }
 const selected = names.length ? suites.filter((s) => names.includes(s.name)) : suites;
 console.log(
-  `Parley benchmarks on Node ${process.version}, providers: ${ctx.providers.join(', ')}${ctx.quick ? ' (quick)' : ''}`,
+  `Parley benchmarks on Node ${process.version}, NODE_ENV=${process.env.NODE_ENV ?? '(unset)'}, providers: ${ctx.providers.join(', ')}${ctx.quick ? ' (quick)' : ''}`,
 );
 const runStarted = performance.now();
 const seconds = (since: number) => ((performance.now() - since) / 1000).toFixed(1);

@@ -66,6 +66,9 @@ const now = () => performance.timeOrigin + performance.now();
 const child = fork(join(import.meta.dirname, 'profile-server.ts'), [provider, scenario, profilePath], {
   execArgv: ['--import', 'tsx'],
   stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  // As a production deployment runs (the Dockerfile sets it): graphql's development-only checks off.
+  // A NODE_ENV given on the command line wins.
+  env: { ...process.env, NODE_ENV: process.env.NODE_ENV ?? 'production' },
 });
 // The server must not outlive this script (it would hold the terminal's output open).
 process.on('exit', () => child.kill());
@@ -191,7 +194,7 @@ await new Promise((resolve) => child.once('exit', resolve));
 const unit =
   scenario === 'ingest' ? 'event' : scenario === 'turn' ? 'turn' : scenario === 'kb-ingest' ? 'document' : 'request';
 console.log(
-  `\n${scenario} [${provider}]: ${operations} ${unit}s in ${elapsed.toFixed(1)} s = ${(operations / elapsed).toFixed(0)} ${unit}s/s`,
+  `\n${scenario} [${provider}, NODE_ENV=${process.env.NODE_ENV ?? 'production'}]: ${operations} ${unit}s in ${elapsed.toFixed(1)} s = ${(operations / elapsed).toFixed(0)} ${unit}s/s`,
 );
 const per = (n: number) => (n / operations).toFixed(scenario === 'ingest' ? 4 : 2);
 console.log(

@@ -86,7 +86,17 @@ async function withServices<T>(config: Config, fn: (services: AppServices) => Pr
   }
 }
 
-const adminDeps = (services: AppServices) => ({ db: services.db, pubsub: services.pubsub });
+/**
+ * A key the CLI revokes or rotates is announced as the API does (`apiKeyChanged`): with REDIS_URL,
+ * running servers drop it from their key caches at once; without Redis they re-read it by age
+ * (KEY_CACHE_TTL_MS). The announcement is sent before the command exits (the pub/sub's close
+ * flushes what was published).
+ */
+const adminDeps = (services: AppServices) => ({
+  db: services.db,
+  pubsub: services.pubsub,
+  onKeyInvalidated: (keyId: string) => services.auth.invalidate(keyId),
+});
 
 /** The audit log's actor for CLI commands: `cli:<operating-system user>`, so it says who ran them. */
 const cliActor = (() => {

@@ -118,10 +118,21 @@ export function createAppPubSub(
   return {
     pubsub: createPubSub<Topics>({ eventTarget }),
     close: async () => {
-      // Subscriptions may still be unsubscribing as the instance stops: drop the connections
+      // Subscriptions may still be unsubscribing as the instance stops: drop that connection
       // rather than queue commands behind QUIT.
-      publishClient.disconnect();
       subscribeClient.disconnect();
+      // What this instance published goes out before it stops (a CLI command's announcements: a
+      // revoked key, audit events): QUIT is answered after the PUBLISH commands queued before it.
+      // Bounded, so a Redis that is down does not hold the exit.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        publishClient.quit().catch(() => {}),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, 1000);
+        }),
+      ]);
+      clearTimeout(timer);
+      publishClient.disconnect();
     },
   };
 }

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ScratchDatabase } from '../../src/db/scratch';
 import { createScratchDatabase } from '../../src/db/scratch';
 import { startTestApp } from '../helpers/app';
-import { describeEachDatabase, lanes } from '../helpers/lanes';
+import { describeEachDatabase, describeWithRedis, lanes } from '../helpers/lanes';
 import { runParley as parley } from '../helpers/serve-process';
 
 describeEachDatabase('the parley CLI', (provider) => {
@@ -146,4 +146,32 @@ describeEachDatabase('the parley CLI', (provider) => {
     expect(bad.stderr).toContain('allowedOrigins.0: must be an origin');
     // Five CLI processes, each starting tsx and opening the database: generous on a loaded machine.
   }, 300_000);
+});
+
+describeWithRedis('a key revoked from the CLI', (redisUrl) => {
+  it('is refused at once by a running server that shares the Redis, not after its key cache ages', async () => {
+    const l = lanes();
+    // A key cache that would keep the key for a minute: only the announcement can drop it in time.
+    const env = { REDIS_URL: redisUrl, REDIS_PREFIX: `parley-test:${l.runId}:cli:` };
+    const app = await startTestApp('sqlite', { env: { ...env, KEY_CACHE_TTL_MS: '60000' } });
+    const { database } = app;
+    try {
+      const project = await app.createProject();
+      const key = await parley(['key', 'create', '--project', project.projectID, '--scopes', 'analytics:read'], {
+        DATABASE_URL: database.url,
+        ...env,
+      });
+      expect(key.code).toBe(0);
+      const k = JSON.parse(key.stdout);
+      expect((await app.http('GET', '/v1/whoami', { key: k.apiKey })).status).toBe(200); // now cached
+
+      const revoke = await parley(['key', 'revoke', k.keyID], { DATABASE_URL: database.url, ...env });
+      expect(revoke.code).toBe(0);
+      await expect
+        .poll(async () => (await app.http('GET', '/v1/whoami', { key: k.apiKey })).status, { timeout: 10_000 })
+        .toBe(401);
+    } finally {
+      await app.close();
+    }
+  });
 });

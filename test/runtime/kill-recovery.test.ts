@@ -32,6 +32,8 @@ const counter = {
 };
 
 const token = 'operator-token-for-kill-recovery';
+/** Each user's last three streams as the client read them, for the message of a failed check. */
+const streams = new Map<string, string[]>();
 const users = Array.from({ length: 8 }, (_v, i) => `k${i}`);
 
 /**
@@ -67,6 +69,7 @@ async function turn(url: string, projectID: string, user: string): Promise<numbe
     const res = await call(url, `/v2/project/${projectID}/user/${user}/interact/stream`, {
       action: { type: 'launch' },
     });
+    streams.set(user, [...(streams.get(user) ?? []).slice(-2), `HTTP ${res.status}\n${res.text}`]);
     if (res.status !== 200 || !/event: end\nid: \d+\n\n$/.test(res.text)) return null;
     const visit = /Visit (\d+)/.exec(res.text);
     return visit ? Number(visit[1]) : null;
@@ -131,35 +134,51 @@ describeEachDatabase('kill -9 during a load of turns', (provider) => {
     });
 
     const db = await createDb(database().url);
+    /**
+     * A failed check says what the client saw and what the servers logged (LOG_LEVEL warn: a turn
+     * that failed is logged with its error), so a rare failure under load can be explained from the
+     * test's output alone.
+     */
+    const explained = (user: string, check: () => Promise<void>) =>
+      check().catch((err: Error) => {
+        err.message += [
+          `\n--- acknowledged ${JSON.stringify([...acknowledged])}; after the restart ${JSON.stringify([...after])}`,
+          `--- the last streams of ${user}:\n${(streams.get(user) ?? []).join('\n---\n')}`,
+          `--- the killed server's log:\n${first!.stderr().slice(-20_000)}`,
+          `--- the restarted server's log:\n${second!.stderr().slice(-20_000)}`,
+        ].join('\n');
+        throw err;
+      });
     try {
-      for (const user of users) {
-        const acked = acknowledged.get(user)!;
-        // Acknowledged turns of one user saw consecutive counts: no update lost between them.
-        expect(acked, user).toEqual(acked.map((_v, i) => i + 1));
-        const committed = after.get(user)!;
-        expect(committed, user).toBeGreaterThanOrEqual(acked.length + 1);
+      for (const user of users)
+        await explained(user, async () => {
+          const acked = acknowledged.get(user)!;
+          // Acknowledged turns of one user saw consecutive counts: no update lost between them.
+          expect(acked, user).toEqual(acked.map((_v, i) => i + 1));
+          const committed = after.get(user)!;
+          expect(committed, user).toBeGreaterThanOrEqual(acked.length + 1);
 
-        const state = await db.prisma.runtimeState.findFirstOrThrow({ where: { userId: user } });
-        expect((state.state as { variables: { n: number } }).variables.n, user).toBe(committed);
+          const state = await db.prisma.runtimeState.findFirstOrThrow({ where: { userId: user } });
+          expect((state.state as { variables: { n: number } }).variables.n, user).toBe(committed);
 
-        // Each committed turn's transcript: one action log and its message, exactly once.
-        const logs = await db.prisma.transcriptLog.findMany({
-          where: { transcript: { projectId: projectID, userId: user } },
-          select: { type: true, traceType: true, data: true },
+          // Each committed turn's transcript: one action log and its message, exactly once.
+          const logs = await db.prisma.transcriptLog.findMany({
+            where: { transcript: { projectId: projectID, userId: user } },
+            select: { type: true, traceType: true, data: true },
+          });
+          expect(logs.filter((l) => l.type === 'action').length, user).toBe(committed);
+          const visits = logs
+            .filter((l) => l.traceType === 'text')
+            .map((l) => Number(/Visit (\d+)/.exec(JSON.stringify(l.data))?.[1]))
+            .sort((a, b) => a - b);
+          expect(visits, user).toEqual(Array.from({ length: committed }, (_v, i) => i + 1));
+
+          // Its usage: one interaction event per turn.
+          const interactions = await db.prisma.usageEvent.count({
+            where: { projectId: projectID, userId: user, kind: 'interaction' },
+          });
+          expect(interactions, user).toBe(committed);
         });
-        expect(logs.filter((l) => l.type === 'action').length, user).toBe(committed);
-        const visits = logs
-          .filter((l) => l.traceType === 'text')
-          .map((l) => Number(/Visit (\d+)/.exec(JSON.stringify(l.data))?.[1]))
-          .sort((a, b) => a - b);
-        expect(visits, user).toEqual(Array.from({ length: committed }, (_v, i) => i + 1));
-
-        // Its usage: one interaction event per turn.
-        const interactions = await db.prisma.usageEvent.count({
-          where: { projectId: projectID, userId: user, kind: 'interaction' },
-        });
-        expect(interactions, user).toBe(committed);
-      }
       const total = [...after.values()].reduce((a, b) => a + b, 0);
       const rollup = await db.prisma.usageRollup.findMany({ where: { projectId: projectID, metric: 'interactions' } });
       expect(rollup.reduce((n, r) => n + Number(r.count), 0)).toBe(total);

@@ -76,9 +76,14 @@ describeEachDatabase('transcript search statements', (provider) => {
         expect(transcript.properties).toHaveLength(2);
         expect(transcript.evaluations).toHaveLength(1);
       }
-      // The key's lookup and last-used stamp are the authenticator's, not the search's: its cache
-      // entry may expire between two searches on a slow machine, so they are left out.
+      // The key's lookup (with its project: a second SELECT, on "Project") and last-used stamp are
+      // the authenticator's, not the search's: its cache entry may expire between two searches on a
+      // slow machine, so they are left out.
       const ofSearch = statements.filter((s) => !/\bApiKey\b/.test(s));
+      if (statements.some((s) => /^\s*SELECT\b/i.test(s) && /\bApiKey\b/.test(s))) {
+        const keysProject = ofSearch.findIndex((s) => /^\s*SELECT\b/i.test(s) && tableOf(s) === 'Project');
+        if (keysProject >= 0) ofSearch.splice(keysProject, 1);
+      }
       const reads = ofSearch.filter((s) => /^\s*(SELECT|WITH)\b/i.test(s)).map(tableOf);
       return {
         operations: operations.filter((o) => !o.startsWith('ApiKey.')).sort(),
