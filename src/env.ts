@@ -124,6 +124,24 @@ const configSchema = z.object({
     .refine((text) => parseSecretKey(text) !== null, 'must be 32 bytes as 64 hex characters or base64')
     .optional(),
   /**
+   * Keys that sealed integration header values before INTEGRATION_SECRETS_KEY (key rotation),
+   * comma-separated: values sealed with them are still read, and re-sealed with
+   * INTEGRATION_SECRETS_KEY at start and by `parley secrets reseal` (docs/agent-step.md).
+   */
+  INTEGRATION_SECRETS_PREVIOUS_KEYS: z
+    .string()
+    .transform((text) =>
+      text
+        .split(',')
+        .map((k) => k.trim())
+        .filter(Boolean),
+    )
+    .refine(
+      (keys) => keys.every((k) => parseSecretKey(k) !== null),
+      'each key must be 32 bytes as 64 hex characters or base64, separated by commas',
+    )
+    .optional(),
+  /**
    * How long an MCP client session (one per integration, shared by all conversations) stays open
    * without use before it is closed (docs/agent-step.md "MCP servers").
    */
@@ -205,6 +223,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const config = parsed.data;
+  if (config.INTEGRATION_SECRETS_PREVIOUS_KEYS?.length && !config.INTEGRATION_SECRETS_KEY) {
+    throw new ConfigError(
+      'Invalid configuration:\n  INTEGRATION_SECRETS_PREVIOUS_KEYS: needs INTEGRATION_SECRETS_KEY (the key that seals from now on)',
+    );
+  }
   return {
     ...config,
     GRAPHIQL: config.GRAPHIQL ?? config.NODE_ENV !== 'production',

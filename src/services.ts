@@ -15,7 +15,7 @@ import { newId } from './lib/ids';
 import { createLogger, type Logger } from './lib/logger';
 import { createOutboundFetch } from './lib/outbound-http';
 import { type AppPubSub, createAppPubSub } from './lib/pubsub';
-import { createSecretBox, parseSecretKey, type SecretBox } from './lib/secret-box';
+import { integrationSecretBox, type SecretBox } from './lib/secret-box';
 import { createLlmProvider, type LlmProvider } from './llm';
 import { createOps, instrumentJobs, instrumentLlm, type Ops, observeTurn } from './ops';
 import { createIntegrationPool } from './runtime/integration-pool';
@@ -167,11 +167,21 @@ export async function createServices(config: Config, opts: CreateServicesOptions
   jobs.register(TURN_RECORD_QUEUE, createTurnRecordJobHandler({ db, recorder, logger }));
   // Integration header values (MCP credentials) are sealed at rest with this key; rows written
   // before encryption existed are sealed now (docs/agent-step.md "Credentials at rest").
-  const integrationSecrets = config.INTEGRATION_SECRETS_KEY
-    ? createSecretBox(parseSecretKey(config.INTEGRATION_SECRETS_KEY)!)
-    : null;
+  const integrationSecrets = integrationSecretBox(config);
   const headerState = await sealStoredIntegrationHeaders({ db, integrationSecrets });
   if (headerState.sealed) logger.info({ sealed: headerState.sealed }, 'encrypted stored integration header values');
+  if (headerState.resealed) {
+    logger.info(
+      { resealed: headerState.resealed, keyId: integrationSecrets?.keyId },
+      'integration header values sealed with a previous key were sealed again with INTEGRATION_SECRETS_KEY',
+    );
+  }
+  if (headerState.unreadable.length) {
+    logger.warn(
+      { integrations: headerState.unreadable },
+      'integration header values sealed with a key that is not configured: these integrations cannot be used until it is (INTEGRATION_SECRETS_PREVIOUS_KEYS)',
+    );
+  }
   if (headerState.plain) {
     logger.warn(
       { integrations: headerState.plain },

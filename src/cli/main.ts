@@ -26,6 +26,8 @@ const usage = `Usage: parley <command> [options]
                                           create a project key or a workspace key
   key revoke KEY_ID                       revoke a key at once
   key rotate KEY_ID [--grace SECONDS]     replace a key; the old one works for SECONDS more (default 86400)
+  secrets reseal                          seal integration header values stored in clear or with a previous
+                                          key (INTEGRATION_SECRETS_PREVIOUS_KEYS) with INTEGRATION_SECRETS_KEY
   agent publish FILE --project ID [--environment ALIAS]
                                           publish an agent program (JSON) to an environment (default development)
   agent validate FILE                     check an agent program and list its problems
@@ -266,6 +268,40 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
         return 0;
       }
       throw new UsageError(`unknown command: key ${sub ?? ''}`);
+    }
+    case 'secrets': {
+      if (sub !== 'reseal') throw new UsageError(`unknown command: secrets ${sub ?? ''}`);
+      if (rest.length) throw new UsageError('secrets reseal takes no arguments');
+      const [{ applyMigrations }, { createDb }, { integrationSecretBox }, { sealStoredIntegrationHeaders }] =
+        await Promise.all([
+          import('../db/migrate'),
+          import('../db/client'),
+          import('../lib/secret-box'),
+          import('../runtime/integrations'),
+        ]);
+      const box = integrationSecretBox(config);
+      if (!box) throw new ConfigError('secrets reseal needs INTEGRATION_SECRETS_KEY (the key to seal with)');
+      await applyMigrations(config.DATABASE_URL);
+      const db = await createDb(config.DATABASE_URL);
+      try {
+        const done = await sealStoredIntegrationHeaders({ db, integrationSecrets: box });
+        print({
+          keyID: box.keyId,
+          previousKeyIDs: box.previousKeyIds,
+          sealed: done.sealed,
+          resealed: done.resealed,
+          unreadable: done.unreadable,
+        });
+        if (done.unreadable.length) {
+          process.stderr.write(
+            `parley: ${done.unreadable.length} integration(s) hold header values sealed with a key that is not configured; add it to INTEGRATION_SECRETS_PREVIOUS_KEYS and run this again\n`,
+          );
+          return 1;
+        }
+        return 0;
+      } finally {
+        await db.close();
+      }
     }
     case 'agent':
       return runAgentCommand(config, sub, rest);

@@ -5,7 +5,7 @@ import type { Db } from '../db/client';
 import { conflict, notFound, validationError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { AppPubSub } from '../lib/pubsub';
-import type { SecretBox } from '../lib/secret-box';
+import { keyIdOf, type SecretBox } from '../lib/secret-box';
 import type { IntegrationPool } from './integration-pool';
 import type { IntegrationAccess, IntegrationTool, TurnScope } from './steps/step-type';
 
@@ -103,26 +103,44 @@ const rowOf = (box: SecretBox | null, row: { headers: unknown } & Omit<Integrati
 });
 
 /**
- * Seals the header values of rows written before encryption existed (run at start when a key is
- * configured); returns how many rows it sealed. Without a key, counts them (for a warning).
+ * Brings stored header values to the configured key (run at start, and by `parley secrets
+ * reseal`): rows written in clear before encryption existed are sealed, and rows sealed with a
+ * previous key (INTEGRATION_SECRETS_PREVIOUS_KEYS) are sealed again with INTEGRATION_SECRETS_KEY.
+ * Each row is rewritten only if it is unchanged since it was read (another instance starting at
+ * the same time may have done it already). Returns the counts, the rows still in clear (without a
+ * key), and the IDs of rows sealed with a key the box does not hold (left as they are).
  */
 export async function sealStoredIntegrationHeaders(
   deps: Pick<IntegrationDeps, 'db' | 'integrationSecrets'>,
-): Promise<{ sealed: number; plain: number }> {
+): Promise<{ sealed: number; resealed: number; plain: number; unreadable: string[] }> {
   const rows = await deps.db.prisma.integration.findMany({ select: { id: true, headers: true, updatedAt: true } });
-  const plain = rows.filter((r) => hasPlainHeaders(r.headers));
   const box = deps.integrationSecrets;
-  if (!box) return { sealed: 0, plain: plain.length };
+  const plain = rows.filter((r) => hasPlainHeaders(r.headers));
+  const sealedWith = (r: (typeof rows)[number]) => {
+    const value = (r.headers as Record<string, string> | null)?.[sealedMember];
+    return typeof value === 'string' ? keyIdOf(value) : null;
+  };
+  const sealedRows = rows.filter((r) => sealedWith(r) !== null);
+  const opens = (keyId: string) => !!box && (keyId === box.keyId || box.previousKeyIds.includes(keyId));
+  const unreadable = sealedRows.filter((r) => !opens(sealedWith(r)!));
+  if (!box) return { sealed: 0, resealed: 0, plain: plain.length, unreadable: unreadable.map((r) => r.id) };
+  const rewrite = async (row: (typeof rows)[number], headers: Record<string, string>) =>
+    (
+      await deps.db.prisma.integration.updateMany({
+        where: { id: row.id, updatedAt: row.updatedAt },
+        // updatedAt is the row's own: re-sealing changes how it is stored, not what it holds.
+        data: { headers: sealHeaders(box, row.id, headers), updatedAt: row.updatedAt },
+      })
+    ).count;
   let sealed = 0;
-  for (const row of plain) {
-    // Only if still plain: another instance starting at the same time may have sealed it already.
-    const updated = await deps.db.prisma.integration.updateMany({
-      where: { id: row.id, updatedAt: row.updatedAt },
-      data: { headers: sealHeaders(box, row.id, row.headers as Record<string, string>) },
-    });
-    sealed += updated.count;
+  for (const row of plain) sealed += await rewrite(row, row.headers as Record<string, string>);
+  let resealed = 0;
+  for (const row of sealedRows) {
+    const keyId = sealedWith(row)!;
+    if (keyId === box.keyId || !opens(keyId)) continue;
+    resealed += await rewrite(row, openHeaders(box, row.id, row.headers));
   }
-  return { sealed, plain: plain.length - sealed };
+  return { sealed, resealed, plain: plain.length - sealed, unreadable: unreadable.map((r) => r.id) };
 }
 
 const isUniqueViolation = (err: unknown) => (err as { code?: string } | null)?.code === 'P2002';

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ScratchDatabase } from '../../src/db/scratch';
-import { createSecretBox, parseSecretKey } from '../../src/lib/secret-box';
+import { ConfigError, loadConfig } from '../../src/env';
+import { createSecretBox, keyIdOf, parseSecretKey } from '../../src/lib/secret-box';
 import { startTestApp, type TestApp, testIntegrationSecretsKey } from '../helpers/app';
 import { createTestDatabase, describeEachDatabase } from '../helpers/lanes';
+import { runParley } from '../helpers/serve-process';
 
 /**
  * Integration header values (MCP credentials) at rest: sealed with AES-256-GCM under
@@ -130,5 +132,117 @@ describeEachDatabase('integration secrets at rest', (provider) => {
     } finally {
       await wrong.close();
     }
+  });
+
+  it('rotates the key: a previous key still opens, rows are sealed again with the new key at start and by `parley secrets reseal`', async () => {
+    const newKey = '22'.repeat(32);
+    const oldBox = createSecretBox(parseSecretKey(testIntegrationSecretsKey)!);
+    const newBox = createSecretBox(parseSecretKey(newKey)!);
+    const p = await app.createProject({ scopes: ['admin'] });
+    const made = async (name: string) => {
+      const res = await app.gql(create, {
+        input: {
+          projectID: p.projectID,
+          name,
+          url: 'https://mcp.example.com/mcp',
+          headers: { Authorization: `Bearer ${name}` },
+        },
+      });
+      expect(res.body.errors).toBeUndefined();
+      return res.body.data.createIntegration.id as string;
+    };
+    const sealedWith = async (id: string) => keyIdOf((await storedHeaders(id))['sealed:v1']!);
+    const first = await made('rotate-a');
+    expect(await sealedWith(first)).toBe(oldBox.keyId);
+    const before = await app.services.db.prisma.integration.findUniqueOrThrow({ where: { id: first } });
+
+    // The new key alone cannot open what the old one sealed: the command says so, names the rows
+    // and changes nothing.
+    const env = { DATABASE_URL: database.url, LOG_LEVEL: 'warn' };
+    const refused = await runParley(['secrets', 'reseal'], { ...env, INTEGRATION_SECRETS_KEY: newKey });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('INTEGRATION_SECRETS_PREVIOUS_KEYS');
+    const refusal = JSON.parse(refused.stdout);
+    expect(refusal).toMatchObject({ keyID: newBox.keyId, previousKeyIDs: [], resealed: 0 });
+    expect(refusal.unreadable).toContain(first);
+    expect(await sealedWith(first)).toBe(oldBox.keyId);
+
+    // An instance with the new key and the old one as previous reads the rows, and seals them again
+    // with the new key at start (the row's updatedAt stays: what it holds did not change).
+    const rotated = await startTestApp(provider, {
+      database,
+      env: { INTEGRATION_SECRETS_KEY: newKey, INTEGRATION_SECRETS_PREVIOUS_KEYS: ` ${testIntegrationSecretsKey} ,` },
+    });
+    try {
+      expect(await sealedWith(first)).toBe(newBox.keyId);
+      const after = await rotated.services.db.prisma.integration.findUniqueOrThrow({ where: { id: first } });
+      expect(after.updatedAt).toEqual(before.updatedAt);
+      const listed = await rotated.gql(list, { p: p.projectID });
+      expect(listed.body.errors).toBeUndefined();
+      expect(listed.body.data.integrations).toContainEqual(
+        expect.objectContaining({ name: 'rotate-a', headers: { Authorization: 'Bearer rotate-a' } }),
+      );
+    } finally {
+      await rotated.close();
+    }
+
+    // A row sealed with the old key meanwhile (an instance not yet given the new key) is sealed
+    // again by the command; a second run finds nothing left to do.
+    const second = await made('rotate-b');
+    expect(await sealedWith(second)).toBe(oldBox.keyId);
+    const rotateEnv = {
+      ...env,
+      INTEGRATION_SECRETS_KEY: newKey,
+      INTEGRATION_SECRETS_PREVIOUS_KEYS: testIntegrationSecretsKey,
+    };
+    const resealed = await runParley(['secrets', 'reseal'], rotateEnv);
+    expect(resealed.code).toBe(0);
+    expect(JSON.parse(resealed.stdout)).toEqual({
+      keyID: newBox.keyId,
+      previousKeyIDs: [oldBox.keyId],
+      sealed: 0,
+      resealed: 1,
+      unreadable: [],
+    });
+    expect(await sealedWith(second)).toBe(newBox.keyId);
+    expect(JSON.parse((await runParley(['secrets', 'reseal'], rotateEnv)).stdout)).toMatchObject({ resealed: 0 });
+
+    // The old key is no longer needed.
+    const newOnly = await startTestApp(provider, { database, env: { INTEGRATION_SECRETS_KEY: newKey } });
+    try {
+      const listed = await newOnly.gql(list, { p: p.projectID });
+      expect(listed.body.errors).toBeUndefined();
+      expect(listed.body.data.integrations).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ name: 'rotate-a', headers: { Authorization: 'Bearer rotate-a' } }),
+          expect.objectContaining({ name: 'rotate-b', headers: { Authorization: 'Bearer rotate-b' } }),
+        ]),
+      );
+    } finally {
+      await newOnly.close();
+    }
+    // The instance still on the old key alone cannot read them any more, and says which key it lacks.
+    const stale = await app.gql(list, { p: p.projectID });
+    expect(stale.body.errors?.[0]?.message).toBeDefined();
+    const nowStored = (await storedHeaders(first))['sealed:v1']!;
+    expect(() => oldBox.open(nowStored, `integration-headers:${first}`)).toThrow(
+      `sealed with another key (key id ${newBox.keyId}, configured ${oldBox.keyId})`,
+    );
+  });
+
+  it('refuses previous keys that are malformed or given without INTEGRATION_SECRETS_KEY, and a reseal without a key', async () => {
+    expect(() => loadConfig({ INTEGRATION_SECRETS_PREVIOUS_KEYS: testIntegrationSecretsKey })).toThrow(ConfigError);
+    expect(() => loadConfig({ INTEGRATION_SECRETS_PREVIOUS_KEYS: testIntegrationSecretsKey })).toThrow(
+      'needs INTEGRATION_SECRETS_KEY',
+    );
+    expect(() =>
+      loadConfig({ INTEGRATION_SECRETS_KEY: testIntegrationSecretsKey, INTEGRATION_SECRETS_PREVIOUS_KEYS: 'abc,def' }),
+    ).toThrow('INTEGRATION_SECRETS_PREVIOUS_KEYS');
+    const noKey = await runParley(['secrets', 'reseal'], { DATABASE_URL: database.url });
+    expect(noKey.code).toBe(1);
+    expect(noKey.stderr).toContain('needs INTEGRATION_SECRETS_KEY');
+    expect(noKey.stdout).toBe('');
+    const unknown = await runParley(['secrets', 'rotate'], { DATABASE_URL: database.url });
+    expect(unknown.code).toBe(2);
   });
 });
