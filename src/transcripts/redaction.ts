@@ -297,13 +297,19 @@ const scannedClean = new WeakMap<readonly CountryCode[], Set<string>>();
 const scannedCleanMaxLength = 128;
 const scannedCleanMaxEntries = 4096;
 
+/** Arabic-Indic (U+0660–0669), Eastern Arabic-Indic (U+06F0–06F9) and fullwidth (U+FF10–FF19) digits. */
+const isWideDigit = (c: number) =>
+  (c >= 0x660 && c <= 0x669) || (c >= 0x6f0 && c <= 0x6f9) || (c >= 0xff10 && c <= 0xff19);
+
 function redactBuiltIns(text: string, regions: readonly CountryCode[]): string {
   let out = text.includes('@') ? text.replace(emailPattern, EMAIL_PLACEHOLDER) : text;
-  // Most strings hold fewer than 7 digits: nothing below can match them.
+  // Most strings hold fewer than 7 digits: nothing below can match them. Digits as the phone
+  // detector reads them: ASCII, and the Arabic-Indic, Eastern Arabic-Indic and fullwidth digits
+  // that libphonenumber takes for them (a number written ０９０－１２３４－５６７８ is a phone number too).
   let digits = 0;
   for (let i = 0; i < out.length && digits < 7; i++) {
     const c = out.charCodeAt(i);
-    if (c >= 48 && c <= 57) digits++;
+    if ((c >= 48 && c <= 57) || (c >= 0x660 && isWideDigit(c))) digits++;
   }
   if (digits < 7) return out;
   const memo = out.length <= scannedCleanMaxLength ? scannedClean.get(regions) : undefined;

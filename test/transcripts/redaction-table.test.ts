@@ -71,6 +71,11 @@ describe('redaction: false positives and true positives', () => {
     ['a Spanish number', 'llámame al 912 34 56 78', 'llámame al [phone]'],
     ['an Australian mobile', 'AU 0412 345 678', 'AU [phone]'],
     ['a Japanese number in international form', 'JP +81 3-1234-5678', 'JP [phone]'],
+    // Digits of other scripts, which the phone detector reads as digits (fewer than 7 ASCII digits).
+    ['a UK number in fullwidth digits', 'call me at ＋４４ ２０ ７９４６ ０９５８', 'call me at [phone]'],
+    ['a Japanese number in fullwidth digits', 'tel ０９０－１２３４－５６７８', 'tel [phone]'],
+    ['a Saudi number in Arabic-Indic digits', 'اتصل بي على +٩٦٦ ٥٠ ١٢٣ ٤٥٦٧', 'اتصل بي على [phone]'],
+    ['an Iranian number in Eastern Arabic-Indic digits', 'تلفن +۹۸ ۹۱۲ ۳۴۵ ۶۷۸۹', 'تلفن [phone]'],
     ['a Visa card', 'card 4111 1111 1111 1111, exp 12/28', 'card [card], exp 12/28'],
     ['a Visa card with dashes', 'card 4111-1111-1111-1111', 'card [card]'],
     ['a Mastercard', 'number 5500005555555559', 'number [card]'],
