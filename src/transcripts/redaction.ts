@@ -301,21 +301,42 @@ const scannedCleanMaxEntries = 4096;
 const isWideDigit = (c: number) =>
   (c >= 0x660 && c <= 0x669) || (c >= 0x6f0 && c <= 0x6f9) || (c >= 0xff10 && c <= 0xff19);
 
+/** `text` with every digit of isWideDigit's scripts as its ASCII digit (the same length). */
+function asciiDigits(text: string): string {
+  return text.replace(/[\u0660-\u0669\u06f0-\u06f9\uff10-\uff19]/g, (d) => {
+    const c = d.charCodeAt(0);
+    return String.fromCharCode(48 + (c <= 0x669 ? c - 0x660 : c <= 0x6f9 ? c - 0x6f0 : c - 0xff10));
+  });
+}
+
 function redactBuiltIns(text: string, regions: readonly CountryCode[]): string {
   let out = text.includes('@') ? text.replace(emailPattern, EMAIL_PLACEHOLDER) : text;
   // Most strings hold fewer than 7 digits: nothing below can match them. Digits as the phone
   // detector reads them: ASCII, and the Arabic-Indic, Eastern Arabic-Indic and fullwidth digits
   // that libphonenumber takes for them (a number written ０９０－１２３４－５６７８ is a phone number too).
   let digits = 0;
+  let wide = false;
   for (let i = 0; i < out.length && digits < 7; i++) {
     const c = out.charCodeAt(i);
-    if ((c >= 48 && c <= 57) || (c >= 0x660 && isWideDigit(c))) digits++;
+    if (c >= 48 && c <= 57) digits++;
+    else if (c >= 0x660 && isWideDigit(c)) {
+      digits++;
+      wide = true;
+    }
   }
   if (digits < 7) return out;
   const memo = out.length <= scannedCleanMaxLength ? scannedClean.get(regions) : undefined;
   if (memo?.has(out)) return out;
   const scanned = out;
-  out = out.replace(cardCandidate, (match) => (isCardNumber(match) ? CARD_PLACEHOLDER : match));
+  if (wide) {
+    // Card numbers in those digits too: found in a copy with ASCII digits (one UTF-16 unit for
+    // one, so the positions are the same) and replaced in the text.
+    const spans: Span[] = [];
+    for (const m of asciiDigits(out).matchAll(cardCandidate)) {
+      if (isCardNumber(m[0])) spans.push({ start: m.index, end: m.index + m[0].length });
+    }
+    out = replaceSpans(out, spans, CARD_PLACEHOLDER);
+  } else out = out.replace(cardCandidate, (match) => (isCardNumber(match) ? CARD_PLACEHOLDER : match));
   out = replaceSpans(out, findPhoneNumbers(out, regions), PHONE_PLACEHOLDER);
   if (out === scanned && scanned.length <= scannedCleanMaxLength) {
     let set = memo ?? scannedClean.get(regions);
