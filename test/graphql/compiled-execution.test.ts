@@ -1,5 +1,6 @@
 import { createSchema, createYoga } from 'graphql-yoga';
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/env';
 import { useCompiledExecution } from '../../src/graphql/plugins/compiled-execution';
 import { createLogger } from '../../src/lib/logger';
 
@@ -127,6 +128,12 @@ async function same(query: string, variables?: Record<string, unknown>) {
 }
 
 describe('compiled execution answers as graphql-js does', () => {
+  it('is on unless GRAPHQL_JIT=false', () => {
+    expect(loadConfig({}).GRAPHQL_JIT).toBe(true);
+    expect(loadConfig({ GRAPHQL_JIT: 'false' }).GRAPHQL_JIT).toBe(false);
+    expect(() => loadConfig({ GRAPHQL_JIT: 'sometimes' })).toThrow(/GRAPHQL_JIT/);
+  });
+
   it('locates resolver errors in list items, nested fields, fragments and aliases', async () => {
     const items = await same('{ a { items { n bad } } }');
     expect(items.errors[0].locations).toEqual([{ line: 1, column: 17 }]);
