@@ -121,7 +121,10 @@ export const opsSettings = {
   GRAPHQL_PERSISTED_OPERATIONS_FILE: z.string().min(1).optional(),
   /** Refuse documents that are not persisted operations on /graphql (the REST routes keep working). */
   GRAPHQL_PERSISTED_ONLY: booleanFlag.default(false),
-  /** Execute operations with graphql-jit (each document compiled once to a function) instead of graphql-js. */
+  /**
+   * Execute queries and mutations with graphql-jit (each document compiled once to a function)
+   * instead of graphql-js. Off by default: one difference is left (src/graphql/plugins/compiled-execution.ts).
+   */
   GRAPHQL_JIT: booleanFlag.default(false),
 
   // ── Metrics and tracing ──

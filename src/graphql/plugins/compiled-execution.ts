@@ -1,5 +1,30 @@
-import type { DocumentNode, ExecutionResult, GraphQLSchema } from 'graphql';
-import { getOperationAST } from 'graphql';
+import {
+  type DocumentNode,
+  type ExecutionArgs,
+  type ExecutionResult,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  GraphQLError,
+  GraphQLIncludeDirective,
+  type GraphQLObjectType,
+  type GraphQLOutputType,
+  type GraphQLSchema,
+  GraphQLSkipDirective,
+  getDirectiveValues,
+  getNamedType,
+  getNullableType,
+  getOperationAST,
+  getVariableValues,
+  isAbstractType,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  Kind,
+  locatedError,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+  typeFromAST,
+} from 'graphql';
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from '../../lib/logger';
@@ -11,15 +36,32 @@ import type { Context } from '../context';
  * and coerce variables. The compiled function is kept with the parsed document, which Yoga's
  * parser cache and the REST routes (parsed at start) reuse for every request.
  *
+ * The answers are those of the executor it replaces (Yoga's, graphql-js semantics):
+ * - Variables graphql-jit refuses (its result then has no `data`: nothing ran) are refused by the
+ *   replaced executor with the same arguments, so the messages are graphql-js's. Only the error
+ *   path pays for it.
+ * - Errors raised while executing become graphql-js errors (`locatedError`, as graphql-js makes
+ *   them): the field nodes are found by following the error's path through the document as
+ *   graphql-js collects fields (@skip/@include, fragments, aliases), so `locations` list the same
+ *   nodes in the same order; a thrown non-Error becomes an Error as the replaced executor makes it.
+ *   graphql-jit lists the errors of nullable positions before those of non-null positions; they
+ *   are merged back in document order. All this runs only when there are errors.
  * - A document graphql-jit cannot compile (it refuses, for example, a JSON scalar literal holding
- *   variables) runs on graphql-js as before: the answer never depends on the setting.
- * - Subscriptions stay on graphql-js.
+ *   variables) runs on the replaced executor.
+ * - Subscriptions stay on the replaced executor, and so do mutations of more than one root field
+ *   (after a non-null one fails, graphql-js runs none of those after it; graphql-jit runs them).
  * - Results keep the ordinary JSON serialisation (no compiled stringify), so error shaping and
  *   masking see the same result objects.
  * The plugin goes first in the pipeline, so the plugins after it (spans, metrics) wrap it.
+ *
+ * The one difference left, and the reason GRAPHQL_JIT stays off by default: when a non-null field
+ * of a query throws synchronously, graphql-js stops executing that selection set (the fields after
+ * it never run); graphql-jit runs them and, if they fail too, lists their errors after graphql-js's.
+ * The data and graphql-js's errors are the same. Nothing after the fact tells a synchronous failure
+ * from an asynchronous one (after which graphql-js does run the later fields), so it cannot be undone.
  */
 export function useCompiledExecution(logger: Logger): Plugin<Context> {
-  // null: graphql-jit refused this operation; use graphql-js.
+  // null: graphql-jit refused this operation; use the replaced executor.
   const compiled = new WeakMap<DocumentNode, Map<string, CompiledQuery | null>>();
   const compiledFor = (
     schema: GraphQLSchema,
@@ -48,12 +90,250 @@ export function useCompiledExecution(logger: Logger): Plugin<Context> {
     return entry;
   };
   return {
-    onExecute({ args, setExecuteFn }) {
+    onExecute({ args, executeFn, setExecuteFn }) {
       const operation = getOperationAST(args.document, args.operationName ?? undefined);
       if (!operation || operation.operation === 'subscription') return;
+      // After a non-null mutation field fails, graphql-js runs none of the mutation fields after
+      // it; graphql-jit runs them all. A mutation of one root field has none after it.
+      if (operation.operation === 'mutation' && !isOneField(operation.selectionSet)) return;
       const query = compiledFor(args.schema, args.document, args.operationName);
       if (!query) return;
-      setExecuteFn((execArgs) => query.query(execArgs.rootValue, execArgs.contextValue, execArgs.variableValues));
+      const replaced = executeFn;
+      setExecuteFn((execArgs) => {
+        const finish = (result: ExecutionResult) => {
+          // graphql-jit answers without `data` only when it refused the variables, before any resolver ran.
+          if (!('data' in result)) return replaced(execArgs);
+          if (!result.errors?.length) return result;
+          // The members in the order the replaced executor gives them.
+          return { errors: asGraphQLJsErrors(result.errors, execArgs, operation), data: result.data };
+        };
+        const result = query.query(execArgs.rootValue, execArgs.contextValue, execArgs.variableValues);
+        return isPromiseLike(result) ? result.then(finish) : finish(result);
+      });
     },
   };
+}
+
+function isOneField(selectionSet: SelectionSetNode): boolean {
+  return selectionSet.selections.length === 1 && selectionSet.selections[0]?.kind === Kind.FIELD;
+}
+
+function isPromiseLike<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as { then?: unknown })?.then === 'function';
+}
+
+/** Where one error's path leads: its field nodes, its place in document order, whether the position is non-null. */
+interface ErrorPosition {
+  nodes: readonly FieldNode[] | undefined;
+  order: number[];
+  nonNull: boolean;
+}
+
+interface Candidate extends ErrorPosition {
+  nodes: readonly FieldNode[];
+  /** The nodes without @skip/@include applied: what graphql-jit lists in `locations`. */
+  allNodes: readonly FieldNode[];
+}
+
+/**
+ * graphql-jit's errors as graphql-js gives them: the same field nodes (so `locations`), the same
+ * original error and message, in graphql-js's order.
+ */
+export function asGraphQLJsErrors(
+  errors: readonly GraphQLError[],
+  args: ExecutionArgs,
+  operation: OperationDefinitionNode,
+): GraphQLError[] {
+  const walker = new PathWalker(args, operation);
+  const located = errors.map((error) => {
+    const position = walker.position(error);
+    return { error: asGraphQLJsError(error, position.nodes), position };
+  });
+  // graphql-jit returns the errors of nullable positions, then those of non-null positions, each
+  // list in execution order. Merge them back in document order.
+  const nullable = located.filter((e) => !e.position.nonNull);
+  const nonNull = located.filter((e) => e.position.nonNull);
+  if (nullable.length === 0 || nonNull.length === 0) return located.map((e) => e.error);
+  const merged: GraphQLError[] = [];
+  let next = 0;
+  for (const e of nullable) {
+    for (let n = nonNull[next]; n && compareOrder(n.position.order, e.position.order) < 0; n = nonNull[++next]) {
+      merged.push(n.error);
+    }
+    merged.push(e.error);
+  }
+  for (const n of nonNull.slice(next)) merged.push(n.error);
+  return merged;
+}
+
+function compareOrder(a: readonly number[], b: readonly number[]): number {
+  for (let k = 0; k < Math.min(a.length, b.length); k++) {
+    const d = (a[k] ?? 0) - (b[k] ?? 0);
+    if (d !== 0) return d;
+  }
+  return a.length - b.length;
+}
+
+function asGraphQLJsError(error: GraphQLError, nodes: readonly FieldNode[] | undefined): GraphQLError {
+  // graphql-jit keeps what the resolver threw (or returned) as originalError; the replaced executor
+  // locates that same value. The errors graphql-jit raises itself carry none: a null in a non-null
+  // position (graphql-js raises a plain Error) or a value the scalar refused to serialise (the
+  // scalar's GraphQLError, of which graphql-jit keeps the message).
+  const original: Error =
+    error.originalError !== undefined
+      ? asError(error.originalError)
+      : error.message.startsWith('Cannot return null for non-nullable field')
+        ? new Error(error.message)
+        : new GraphQLError(error.message);
+  return locatedError(original, nodes, error.path);
+}
+
+/** A thrown value as an Error, as @graphql-tools/executor's `coerceError` makes it (it is not exported). */
+function asError(thrown: unknown): Error {
+  if (thrown instanceof Error) return thrown;
+  if (typeof thrown === 'object' && thrown !== null && typeof (thrown as { message?: unknown }).message === 'string') {
+    const like = thrown as { message: string; cause?: unknown; stack?: unknown; name?: unknown };
+    const error = new Error(like.message, 'cause' in like ? { cause: like.cause } : undefined);
+    if (typeof like.stack === 'string') error.stack = like.stack;
+    if (typeof like.name === 'string') error.name = like.name;
+    return error;
+  }
+  return new Error(String(thrown));
+}
+
+/**
+ * Follows a response path through the operation as graphql-js collects fields. Where a field's
+ * type is abstract, the runtime type is the possible type whose field nodes are those graphql-jit
+ * located (it compiles each possible type's selection and lists every node of it, whatever the
+ * @skip/@include variables say).
+ */
+class PathWalker {
+  private readonly schema: GraphQLSchema;
+  private readonly fragments: Record<string, FragmentDefinitionNode> = Object.create(null);
+  private readonly variables: Record<string, unknown>;
+  private readonly root: GraphQLObjectType | null | undefined;
+
+  constructor(
+    args: ExecutionArgs,
+    private readonly operation: OperationDefinitionNode,
+  ) {
+    this.schema = args.schema;
+    for (const definition of args.document.definitions) {
+      if (definition.kind === Kind.FRAGMENT_DEFINITION) this.fragments[definition.name.value] = definition;
+    }
+    // graphql-jit accepted the variables; graphql-js's coercion gives the values @skip/@include read.
+    const coerced = getVariableValues(
+      args.schema,
+      operation.variableDefinitions ?? [],
+      (args.variableValues ?? {}) as Record<string, unknown>,
+    );
+    this.variables = coerced.coerced ?? {};
+    this.root = args.schema.getRootType(operation.operation);
+  }
+
+  position(error: GraphQLError): ErrorPosition {
+    const path = error.path ?? [];
+    const unknown: ErrorPosition = { nodes: undefined, order: [], nonNull: false };
+    if (!this.root || path.length === 0) return unknown;
+    const found = this.walk(this.root, [this.operation.selectionSet], [this.operation.selectionSet], path, 0, []);
+    const located = new Set((error.locations ?? []).map((l) => `${l.line}:${l.column}`));
+    const isLocated = (c: Candidate) =>
+      c.allNodes.length === located.size &&
+      c.allNodes.every((n) => n.loc && located.has(`${n.loc.startToken.line}:${n.loc.startToken.column}`));
+    return found.find(isLocated) ?? found[0] ?? unknown;
+  }
+
+  /**
+   * Every reading of `path[index..]` below `type`: `sets` are the selection sets graphql-js
+   * merges (with @skip/@include applied), `allSets` the same without them.
+   */
+  private walk(
+    type: GraphQLObjectType,
+    sets: readonly SelectionSetNode[],
+    allSets: readonly SelectionSetNode[],
+    path: readonly (string | number)[],
+    index: number,
+    order: readonly number[],
+  ): Candidate[] {
+    const key = path[index];
+    if (typeof key !== 'string') return [];
+    const fields = this.collect(type, sets, true);
+    const nodes = fields.get(key);
+    const first = nodes?.[0];
+    if (!nodes || !first) return [];
+    const allNodes = this.collect(type, allSets, false).get(key) ?? nodes;
+    const definition = type.getFields()[first.name.value];
+    if (!definition) return [];
+    const keyOrder = [...order, [...fields.keys()].indexOf(key)];
+    // Past the list indices, to the next field name (or the end).
+    let fieldType: GraphQLOutputType = definition.type;
+    let next = index + 1;
+    for (let item = path[next]; typeof item === 'number'; item = path[++next]) {
+      keyOrder.push(item);
+      const list = getNullableType(fieldType);
+      if (!isListType(list)) return [];
+      fieldType = list.ofType;
+    }
+    if (next === path.length) return [{ nodes, allNodes, order: keyOrder, nonNull: isNonNullType(fieldType) }];
+    const named = getNamedType(fieldType);
+    const runtimeTypes = isAbstractType(named)
+      ? this.schema.getPossibleTypes(named)
+      : isObjectType(named)
+        ? [named]
+        : [];
+    const subSets = selectionSetsOf(nodes);
+    const allSubSets = selectionSetsOf(allNodes);
+    return runtimeTypes.flatMap((runtime) => this.walk(runtime, subSets, allSubSets, path, next, keyOrder));
+  }
+
+  /** graphql-js's collectFields (as @graphql-tools/executor runs it) over the merged selection sets. */
+  private collect(
+    runtimeType: GraphQLObjectType,
+    sets: readonly SelectionSetNode[],
+    applyDirectives: boolean,
+  ): Map<string, FieldNode[]> {
+    const fields = new Map<string, FieldNode[]>();
+    const visited = new Set<string>();
+    const included = (node: Parameters<typeof getDirectiveValues>[1]) => {
+      if (!applyDirectives) return true;
+      if (getDirectiveValues(GraphQLSkipDirective, node, this.variables)?.if === true) return false;
+      return getDirectiveValues(GraphQLIncludeDirective, node, this.variables)?.if !== false;
+    };
+    const applies = (condition: FragmentDefinitionNode['typeCondition'] | undefined) => {
+      if (!condition) return true;
+      const conditional = typeFromAST(this.schema, condition);
+      if (conditional === runtimeType) return true;
+      return (
+        conditional !== undefined && isAbstractType(conditional) && this.schema.isSubType(conditional, runtimeType)
+      );
+    };
+    const visit = (set: SelectionSetNode) => {
+      for (const selection of set.selections) {
+        if (!included(selection)) continue;
+        if (selection.kind === Kind.FIELD) {
+          const name = selection.alias?.value ?? selection.name.value;
+          const list = fields.get(name);
+          if (list) list.push(selection);
+          else fields.set(name, [selection]);
+        } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+          if (applies(selection.typeCondition)) visit(selection.selectionSet);
+        } else {
+          const name = selection.name.value;
+          if (visited.has(name)) continue;
+          const fragment = this.fragments[name];
+          if (!fragment || !applies(fragment.typeCondition)) continue;
+          visited.add(name);
+          visit(fragment.selectionSet);
+        }
+      }
+    };
+    for (const set of sets) visit(set);
+    return fields;
+  }
+}
+
+function selectionSetsOf(nodes: readonly FieldNode[]): SelectionSetNode[] {
+  const sets: SelectionSetNode[] = [];
+  for (const node of nodes) if (node.selectionSet) sets.push(node.selectionSet);
+  return sets;
 }
