@@ -123,9 +123,9 @@ export const opsSettings = {
   GRAPHQL_PERSISTED_ONLY: booleanFlag.default(false),
   /**
    * Execute queries and mutations with graphql-jit (each document compiled once to a function)
-   * instead of graphql-js. Off by default: one difference is left (src/graphql/plugins/compiled-execution.ts).
+   * instead of graphql-js; the answers are the same (src/graphql/plugins/compiled-execution.ts).
    */
-  GRAPHQL_JIT: booleanFlag.default(false),
+  GRAPHQL_JIT: booleanFlag.default(true),
 
   // ── Metrics and tracing ──
   METRICS_ENABLED: booleanFlag.default(true),

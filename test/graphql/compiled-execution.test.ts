@@ -128,9 +128,9 @@ async function same(query: string, variables?: Record<string, unknown>) {
 }
 
 describe('compiled execution answers as graphql-js does', () => {
-  it('is off unless GRAPHQL_JIT=true', () => {
-    expect(loadConfig({}).GRAPHQL_JIT).toBe(false);
-    expect(loadConfig({ GRAPHQL_JIT: 'true' }).GRAPHQL_JIT).toBe(true);
+  it('is on unless GRAPHQL_JIT=false', () => {
+    expect(loadConfig({}).GRAPHQL_JIT).toBe(true);
+    expect(loadConfig({ GRAPHQL_JIT: 'false' }).GRAPHQL_JIT).toBe(false);
     expect(() => loadConfig({ GRAPHQL_JIT: 'sometimes' })).toThrow(/GRAPHQL_JIT/);
   });
 

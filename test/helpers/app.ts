@@ -80,7 +80,7 @@ export async function startTestApp(provider: Provider, opts: StartTestAppOptions
     RUNTIME_ALLOW_PRIVATE_URLS: 'true',
     // Integration header values are stored encrypted; test/runtime/integration-secrets.test.ts runs without a key too.
     INTEGRATION_SECRETS_KEY: testIntegrationSecretsKey,
-    // GRAPHQL_JIT=true npx vitest run …: the same tests on the compiled executor (docs/performance.md).
+    // GRAPHQL_JIT=false npx vitest run …: the same tests on graphql-js instead of the compiled executor.
     GRAPHQL_JIT: process.env.GRAPHQL_JIT,
     ...opts.env,
     DATABASE_URL: database.url,

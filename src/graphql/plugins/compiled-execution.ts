@@ -53,12 +53,6 @@ import type { Context } from '../context';
  * - Results keep the ordinary JSON serialisation (no compiled stringify), so error shaping and
  *   masking see the same result objects.
  * The plugin goes first in the pipeline, so the plugins after it (spans, metrics) wrap it.
- *
- * The one difference left, and the reason GRAPHQL_JIT stays off by default: when a non-null field
- * of a query throws synchronously, graphql-js stops executing that selection set (the fields after
- * it never run); graphql-jit runs them and, if they fail too, lists their errors after graphql-js's.
- * The data and graphql-js's errors are the same. Nothing after the fact tells a synchronous failure
- * from an asynchronous one (after which graphql-js does run the later fields), so it cannot be undone.
  */
 export function useCompiledExecution(logger: Logger): Plugin<Context> {
   // null: graphql-jit refused this operation; use the replaced executor.
