@@ -123,7 +123,8 @@ export const opsSettings = {
   GRAPHQL_PERSISTED_ONLY: booleanFlag.default(false),
   /**
    * Execute queries and mutations with graphql-jit (each document compiled once to a function)
-   * instead of graphql-js; the answers are the same (src/graphql/plugins/compiled-execution.ts).
+   * instead of graphql-js; the answers are the same but for one case the GraphQL specification
+   * allows either way (src/graphql/plugins/compiled-execution.ts).
    */
   GRAPHQL_JIT: booleanFlag.default(true),
 

@@ -53,6 +53,15 @@ import type { Context } from '../context';
  * - Results keep the ordinary JSON serialisation (no compiled stringify), so error shaping and
  *   masking see the same result objects.
  * The plugin goes first in the pipeline, so the plugins after it (spans, metrics) wrap it.
+ *
+ * One difference is left, and accepted (GRAPHQL_JIT is on by default): when a non-null field of a
+ * query throws synchronously, graphql-js stops executing that selection set (the fields after it
+ * never run); graphql-jit runs them and, if they fail too, lists their errors after graphql-js's.
+ * The data and graphql-js's errors are the same, and both are what the GraphQL specification
+ * allows (a query's fields may run in any order, in parallel). Nothing after the fact tells a
+ * synchronous failure from an asynchronous one (after which graphql-js does run the later
+ * fields), so it cannot be undone. Mutations, where running a later field would be a side
+ * effect, are not concerned (see above). test/graphql/compiled-execution.test.ts pins it.
  */
 export function useCompiledExecution(logger: Logger): Plugin<Context> {
   // null: graphql-jit refused this operation; use the replaced executor.
