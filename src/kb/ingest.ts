@@ -321,8 +321,14 @@ async function swapIn(db: Db, input: SwapIn): Promise<boolean> {
   });
 }
 
-/** Chunks per INSERT of the pipelined swap-in: small enough that the last one, which nothing overlaps, is short. */
-export const chunksPerPipelinedInsert = 16;
+/**
+ * Chunks in the pipelined swap-in's next INSERT, with `stored` chunks already sent: 16 at first,
+ * then half of what went before (at most insertBatch), so that the last INSERT, which no chunking
+ * overlaps, stays short, and a long document takes a few statements more, not one per 16 chunks.
+ */
+export function pipelinedInsertSize(stored: number): number {
+  return Math.min(insertBatch, Math.max(16, Math.floor(stored / 2)));
+}
 
 /** What swapInPipelined stores: the chunks already cut, then the rest as they are cut. */
 interface PipelinedSwapIn {
@@ -361,7 +367,7 @@ async function swapInPipelined(db: Db, input: PipelinedSwapIn): Promise<{ chunkC
       revision,
     ]);
     inFlight.catch(() => {});
-    let batch = [...input.first, ...take(input.rest, chunksPerPipelinedInsert - input.first.length)];
+    let batch = [...input.first, ...take(input.rest, pipelinedInsertSize(0) - input.first.length)];
     const [current] = ((await inFlight) as { rows: { metadata: Record<string, unknown> }[] }).rows;
     if (!current) return null;
     inFlight = sql.query('DELETE FROM "KbChunk" WHERE "documentId" = $1', [documentId]);
@@ -374,7 +380,7 @@ async function swapInPipelined(db: Db, input: PipelinedSwapIn): Promise<{ chunkC
       input.signal.throwIfAborted();
       inFlight = sql.query(insertChunkRows.postgresql, [documentId, projectId, JSON.stringify(rows)]);
       inFlight.catch(() => {});
-      batch = take(input.rest, chunksPerPipelinedInsert);
+      batch = take(input.rest, pipelinedInsertSize(position));
     }
     await inFlight;
     const now = storedTimestamp('postgresql', new Date());
@@ -453,10 +459,11 @@ export function createKbIngestHandler(deps: KbIngestDeps): JobHandler {
       throw err;
     };
 
-    // On PostgreSQL without embeddings, the chunks are cut inside the swap-in transaction, each
+    // On PostgreSQL without embeddings, a file's or URL's chunks are cut inside the swap-in transaction, each
     // batch stored while the next is cut (swapInPipelined); the first is cut here, so that a
-    // document without text fails before any transaction. Otherwise every chunk is cut first.
-    const pipelined = deps.db.driver.provider === 'postgresql' && !deps.llm.supportsEmbeddings;
+    // document without text fails before any transaction. Otherwise every chunk is cut first (a
+    // table's rows are already chunks: nothing to overlap).
+    const pipelined = deps.db.driver.provider === 'postgresql' && !deps.llm.supportsEmbeddings && doc.kind !== 'table';
     let prepared: Prepared;
     let firstChunks: PreparedChunk[];
     try {
