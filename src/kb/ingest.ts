@@ -6,7 +6,14 @@ import type { OutboundFetch } from '../lib/outbound-http';
 import type { AppPubSub } from '../lib/pubsub';
 import { countTokens, type LlmProvider } from '../llm';
 import { iterateChunkSpans } from './chunk';
-import { chunkMetadata, type KbIngestJobPayload, publishDocumentStatus } from './documents';
+import {
+  chunkMetadata,
+  documentColumns,
+  type KbDocumentRow,
+  type KbIngestJobPayload,
+  publishDocumentStatus,
+  storedDocumentRow,
+} from './documents';
 import { embedTexts, recordEmbeddingUsage } from './embeddings';
 import { KbIngestError } from './errors';
 import { fetchUrlDocument } from './fetch-url';
@@ -194,9 +201,9 @@ interface SwapIn {
 
 const markSucceeded = {
   sqlite: `UPDATE "KbDocument" SET "status" = 'SUCCESS', "statusDetail" = NULL, "chunkCount" = ?, "rowsCount" = ?, "updatedAt" = ?
-    WHERE "id" = ? AND "revision" = ? AND "status" = 'PENDING' RETURNING "metadata"`,
+    WHERE "id" = ? AND "revision" = ? AND "status" = 'PENDING' RETURNING ${documentColumns}`,
   postgresql: `UPDATE "KbDocument" SET "status" = 'SUCCESS', "statusDetail" = NULL, "chunkCount" = $1, "rowsCount" = $2, "updatedAt" = $3
-    WHERE "id" = $4 AND "revision" = $5 AND "status" = 'PENDING' RETURNING "metadata"`,
+    WHERE "id" = $4 AND "revision" = $5 AND "status" = 'PENDING' RETURNING ${documentColumns}`,
 };
 /**
  * A thousand chunks per statement, the rows as one JSON parameter unpacked by the database
@@ -235,15 +242,16 @@ function chunkRows(
  * Swaps a revision's chunks in, in one transaction run straight through the database driver
  * (Db.driver: no Prisma query compiler and interpreter around its five statements, about half a
  * millisecond each): marks the document done, and only while it still waits for this revision,
- * replaces its chunks (and their embeddings), drops the stored upload. Answers false, having
- * changed nothing, when the document moved on (deleted, re-uploaded, done by an earlier delivery).
+ * replaces its chunks (and their embeddings), drops the stored upload. Answers the document as
+ * it committed it (for this process's waiters: publishDocumentStatus), or null, having changed
+ * nothing, when the document moved on (deleted, re-uploaded, done by an earlier delivery).
  *
  * Marking the document comes first: the row lock it takes (PostgreSQL) makes a concurrent
  * metadata update wait for this commit and then update these chunks too, and the metadata read
  * back is the current one. Nothing of it is visible before the commit, so the order is free.
  * Columns and stored forms are Prisma's: JSON as text on SQLite, DateTime as storedTimestamp.
  */
-async function swapIn(db: Db, input: SwapIn): Promise<boolean> {
+async function swapIn(db: Db, input: SwapIn): Promise<KbDocumentRow | null> {
   const { documentId, projectId, revision } = input;
   const driver = db.driver;
   if (driver.provider === 'sqlite') {
@@ -252,7 +260,7 @@ async function swapIn(db: Db, input: SwapIn): Promise<boolean> {
     return driver.exclusive(
       'kb.ingest.swap',
       (sql) => {
-        const current = sql.get<{ metadata: string }>(
+        const current = sql.get<Record<string, unknown> & { metadata: string }>(
           markSucceeded.sqlite,
           input.chunks.length,
           input.rowsCount,
@@ -260,7 +268,7 @@ async function swapIn(db: Db, input: SwapIn): Promise<boolean> {
           documentId,
           revision,
         );
-        if (!current) return false;
+        if (!current) return null;
         sql.run('DELETE FROM "KbChunk" WHERE "documentId" = ?', documentId);
         const rows = chunkRows(input.chunks, JSON.parse(current.metadata) as Record<string, unknown>);
         for (let i = 0; i < rows.length; i += insertBatch)
@@ -277,22 +285,19 @@ async function swapIn(db: Db, input: SwapIn): Promise<boolean> {
           }
         }
         sql.run('DELETE FROM "KbDocumentSource" WHERE "documentId" = ? AND "revision" = ?', documentId, revision);
-        return true;
+        return storedDocumentRow(current);
       },
       { transaction: true },
     );
   }
   const now = storedTimestamp('postgresql', new Date());
   return driver.transaction('kb.ingest.swap', async (sql) => {
-    const marked = await sql.query<{ metadata: Record<string, unknown> }>(markSucceeded.postgresql, [
-      input.chunks.length,
-      input.rowsCount,
-      now,
-      documentId,
-      revision,
-    ]);
+    const marked = await sql.query<Record<string, unknown> & { metadata: Record<string, unknown> }>(
+      markSucceeded.postgresql,
+      [input.chunks.length, input.rowsCount, now, documentId, revision],
+    );
     const [current] = marked.rows;
-    if (!current) return false;
+    if (!current) return null;
     await sql.query('DELETE FROM "KbChunk" WHERE "documentId" = $1', [documentId]);
     const rows = chunkRows(input.chunks, current.metadata);
     for (let i = 0; i < rows.length; i += insertBatch)
@@ -317,7 +322,7 @@ async function swapIn(db: Db, input: SwapIn): Promise<boolean> {
       documentId,
       revision,
     ]);
-    return true;
+    return storedDocumentRow(current);
   });
 }
 
@@ -343,7 +348,7 @@ interface PipelinedSwapIn {
 
 const lockPending = `SELECT "metadata" FROM "KbDocument" WHERE "id" = $1 AND "revision" = $2 AND "status" = 'PENDING' FOR UPDATE`;
 const markSucceededLocked = `UPDATE "KbDocument" SET "status" = 'SUCCESS', "statusDetail" = NULL, "chunkCount" = $1, "rowsCount" = $2, "updatedAt" = $3
-  WHERE "id" = $4 AND "revision" = $5 AND "status" = 'PENDING'`;
+  WHERE "id" = $4 AND "revision" = $5 AND "status" = 'PENDING' RETURNING ${documentColumns}`;
 
 /**
  * swapIn on PostgreSQL, with the chunking inside the transaction: each batch of chunks is
@@ -353,10 +358,10 @@ const markSucceededLocked = `UPDATE "KbDocument" SET "status" = 'SUCCESS', "stat
  * locked first (a concurrent metadata update waits and then updates these chunks too), nothing
  * is visible before the commit, so a reader sees the old chunks or all the new ones, and any
  * failure (a statement, the chunker, an abort) rolls everything back and leaves the old chunks.
- * The document is marked done last, once its chunks are counted. Answers null, having changed
- * nothing, when the document moved on; else the number of chunks stored.
+ * The document is marked done last, once its chunks are counted. Answers the document as it
+ * committed it, or null, having changed nothing, when the document moved on.
  */
-async function swapInPipelined(db: Db, input: PipelinedSwapIn): Promise<{ chunkCount: number } | null> {
+async function swapInPipelined(db: Db, input: PipelinedSwapIn): Promise<KbDocumentRow | null> {
   const { documentId, projectId, revision } = input;
   const driver = db.driver;
   if (driver.provider !== 'postgresql') throw new Error('swapInPipelined is for PostgreSQL');
@@ -385,13 +390,14 @@ async function swapInPipelined(db: Db, input: PipelinedSwapIn): Promise<{ chunkC
     await inFlight;
     const now = storedTimestamp('postgresql', new Date());
     const marked = await sql.query(markSucceededLocked, [position, input.rowsCount, now, documentId, revision]);
+    const [stored] = marked.rows;
     // The row is locked by this transaction: it cannot have moved on.
-    if (marked.rowCount !== 1) throw new Error(`document ${documentId} changed under its row lock`);
+    if (!stored) throw new Error(`document ${documentId} changed under its row lock`);
     await sql.query('DELETE FROM "KbDocumentSource" WHERE "documentId" = $1 AND "revision" = $2', [
       documentId,
       revision,
     ]);
-    return { chunkCount: position };
+    return storedDocumentRow(stored);
   });
 }
 
@@ -474,7 +480,7 @@ export function createKbIngestHandler(deps: KbIngestDeps): JobHandler {
       return failed(err instanceof ChunkingFailed ? err.reason : err);
     }
 
-    let stored: { chunkCount: number } | null;
+    let stored: KbDocumentRow | null;
     if (pipelined) {
       try {
         stored = await swapInPipelined(deps.db, {
@@ -513,7 +519,7 @@ export function createKbIngestHandler(deps: KbIngestDeps): JobHandler {
           log.warn({ err, documentId: doc.id }, 'embedding a document failed; its chunks are stored without vectors');
         }
       }
-      const swapped = await swapIn(deps.db, {
+      stored = await swapIn(deps.db, {
         documentId: doc.id,
         projectId: doc.projectId,
         revision: target.revision,
@@ -521,10 +527,9 @@ export function createKbIngestHandler(deps: KbIngestDeps): JobHandler {
         rowsCount: prepared.rowsCount,
         vectors,
       });
-      stored = swapped ? { chunkCount: firstChunks.length } : null;
     }
     if (stored) {
-      publishDocumentStatus(deps.pubsub, { id: doc.id, revision: target.revision, status: 'SUCCESS' });
+      publishDocumentStatus(deps.pubsub, stored, stored);
       log.info({ documentId: doc.id, revision: target.revision, chunks: stored.chunkCount }, 'ingested document');
     }
   };

@@ -1,8 +1,11 @@
-import { expect, it, vi } from 'vitest';
+import { afterAll, expect, it, vi } from 'vitest';
 
 /** How many texts the chunker tokenizes: the measure of the work done so far. */
-const tokenized = vi.hoisted(() => ({ calls: 0 }));
-vi.mock('../../src/llm/tokens', async (importOriginal) => {
+const tokenized = { calls: 0 };
+// The test files of a fork share one module graph (vitest.config.ts): load the chunker afresh
+// over a counting tokenizer.
+vi.resetModules();
+vi.doMock('../../src/llm/tokens', async (importOriginal) => {
   const tokens = await importOriginal<typeof import('../../src/llm/tokens')>();
   return {
     ...tokens,
@@ -14,6 +17,10 @@ vi.mock('../../src/llm/tokens', async (importOriginal) => {
 });
 
 const { chunkSpans, iterateChunkSpans } = await import('../../src/kb/chunk');
+afterAll(() => {
+  vi.doUnmock('../../src/llm/tokens');
+  vi.resetModules();
+});
 
 const sentence = (i: number) => `Sentence number ${i} says something about widgets and their screws.`;
 const text = Array.from({ length: 2000 }, (_, p) =>
