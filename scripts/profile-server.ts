@@ -96,6 +96,10 @@ server.running.services.db.driverListeners.add((event) => {
   counters.commits += event.commits;
   const name = `driver.${event.label}`;
   operations.set(name, (operations.get(name) ?? 0) + 1);
+  if (scenario === 'kb-ingest') {
+    const end = performance.timeOrigin + performance.now();
+    timeline.push({ name, start: end - event.durationMs, end, background: event.background });
+  }
 });
 if (scenario === 'turn') {
   await server.running.services.runtime.publish({

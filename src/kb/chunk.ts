@@ -246,15 +246,35 @@ function validate(opts: ChunkOptions): { max: number; overlap: number } {
 
 /** Chunks as offsets into `text` (see chunkText). */
 export function chunkSpans(text: string, opts: ChunkOptions): ChunkSpan[] {
+  return Array.from(iterateChunkSpans(text, opts));
+}
+
+/**
+ * The spans of chunkSpans, computed as they are taken: the units (and their token counts, most
+ * of the work) are made only as far as the next chunk needs, so a caller can store the chunks
+ * already made while the rest are cut (src/kb/ingest.ts). The options are checked at the call.
+ */
+export function iterateChunkSpans(text: string, opts: ChunkOptions): Iterator<ChunkSpan> & Iterable<ChunkSpan> {
   const { max, overlap } = validate(opts);
+  return spansOf(text, max, overlap);
+}
+
+function* spansOf(text: string, max: number, overlap: number): Generator<ChunkSpan, void, undefined> {
+  const segments = segment(text);
+  let segmented = 0; // segments already turned into units
   const units: Unit[] = [];
-  for (const u of segment(text)) {
-    const unit = { ...u, tokens: countTokens(text.slice(u.start, u.end)) };
-    // Parts of a long sentence leave room for the overlap that the next chunk starts with (and
-    // the token the estimate allows for the join).
-    if (unit.tokens > max) units.push(...splitLongUnit(text, unit, Math.max(4, max - overlap - 2)));
-    else units.push(unit);
-  }
+  /** Whether unit k exists, making units up to it if needed. */
+  const has = (k: number): boolean => {
+    while (k >= units.length && segmented < segments.length) {
+      const u = segments[segmented++] as Omit<Unit, 'tokens'>;
+      const unit = { ...u, tokens: countTokens(text.slice(u.start, u.end)) };
+      // Parts of a long sentence leave room for the overlap that the next chunk starts with (and
+      // the token the estimate allows for the join).
+      if (unit.tokens > max) units.push(...splitLongUnit(text, unit, Math.max(4, max - overlap - 2)));
+      else units.push(unit);
+    }
+    return k < units.length;
+  };
   // Whitespace between units costs a token or none once merged into the next word; counting
   // one (or the gap's own tokens when it is longer) keeps the estimate at or above the exact
   // count, so the exact check below rarely sends a unit back.
@@ -271,8 +291,8 @@ export function chunkSpans(text: string, opts: ChunkOptions): ChunkSpan[] {
   };
   // A short paragraph without terminal punctuation (a heading) belongs with what follows it.
   const boundaryAfter = (k: number): Boundary => {
-    const next = units[k + 1];
-    if (!next) return Boundary.Paragraph;
+    if (!has(k + 1)) return Boundary.Paragraph;
+    const next = units[k + 1] as Unit;
     const unit = units[k] as Unit;
     if (
       next.before === Boundary.Paragraph &&
@@ -284,10 +304,9 @@ export function chunkSpans(text: string, opts: ChunkOptions): ChunkSpan[] {
     return next.before;
   };
 
-  const spans: ChunkSpan[] = [];
   let head: Unit[] = []; // overlap carried from the previous chunk
   let i = 0;
-  while (i < units.length) {
+  while (has(i)) {
     const firstNew = units[i] as Unit;
     // Overlap plus the first new unit must fit; drop overlap from its start until they do.
     const headCost = () => head.reduce((sum, u, k) => sum + u.tokens + (k ? 1 : 0), 0) + (head.length ? gapCost(i) : 0);
@@ -295,14 +314,14 @@ export function chunkSpans(text: string, opts: ChunkOptions): ChunkSpan[] {
     let estimate = headCost() + firstNew.tokens;
     const estimates = [estimate]; // estimates[k - i]: chunk ending at unit k
     let j = i;
-    while (j + 1 < units.length) {
+    while (has(j + 1)) {
       const next = estimate + gapCost(j + 1) + (units[j + 1] as Unit).tokens;
       if (next > max) break;
       estimate = next;
       j++;
       estimates.push(estimate);
     }
-    if (j + 1 < units.length) {
+    if (has(j + 1)) {
       // Full: end at the strongest boundary in the chunk's second half (latest on a tie).
       let best = j;
       let bestLevel = boundaryAfter(j);
@@ -325,11 +344,10 @@ export function chunkSpans(text: string, opts: ChunkOptions): ChunkSpan[] {
       start = head.length ? (head[0] as Unit).start : firstNew.start;
       tokens = countTokens(text.slice(start, (units[j] as Unit).end));
     }
-    spans.push({ start, end: (units[j] as Unit).end, tokens });
-    head = j + 1 < units.length ? overlapFrom(text, units, i, j, overlap) : [];
+    yield { start, end: (units[j] as Unit).end, tokens };
+    head = has(j + 1) ? overlapFrom(text, units, i, j, overlap) : [];
     i = j + 1;
   }
-  return spans;
 }
 
 /**

@@ -119,8 +119,28 @@ async function enqueueIngestion(tx: PrismaTx, projectId: string, documentId: str
   await enqueueJob(tx, ingestionJob(projectId, documentId, revision));
 }
 
-/** Tells waiters and subscribers that a document's status changed. */
-export function publishDocumentStatus(pubsub: AppPubSub, doc: Pick<KbDocumentRow, 'id' | 'revision' | 'status'>) {
+/**
+ * Rows of settled revisions handed from the ingestion job to the `waitForDocument` calls of this
+ * process that wait for them (keyed `documentId:revision`), so that a waiter wakes with the row
+ * the job's transaction wrote instead of reading it again. Only revisions a waiter registered are
+ * kept, and only while it waits; waiters on other instances (the event through Redis carries IDs
+ * only) and a lost hand-off read the document as before. Per pubsub: one per app instance.
+ */
+const settledRows = new WeakMap<AppPubSub, Map<string, { waiters: number; row?: KbDocumentRow }>>();
+
+/**
+ * Tells waiters and subscribers that a document's status changed; `row`, the document as the
+ * change committed it, goes to this process's waiters for that revision.
+ */
+export function publishDocumentStatus(
+  pubsub: AppPubSub,
+  doc: Pick<KbDocumentRow, 'id' | 'revision' | 'status'>,
+  row?: KbDocumentRow,
+) {
+  if (row) {
+    const waiting = settledRows.get(pubsub)?.get(`${doc.id}:${doc.revision}`);
+    if (waiting) waiting.row = row;
+  }
   pubsub.publish('kbDocument', doc.id, { documentId: doc.id, revision: doc.revision, status: doc.status });
 }
 
@@ -338,7 +358,8 @@ async function insertNewDocument(
   return row;
 }
 
-const documentColumns = Object.keys(documentSelect)
+/** The columns of documentSelect, for a SELECT or a RETURNING on the driver (see storedDocumentRow). */
+export const documentColumns = Object.keys(documentSelect)
   .map((c) => `"${c}"`)
   .join(', ');
 const readDocumentSql = {
@@ -368,6 +389,11 @@ const storedInt = (value: unknown): number | null =>
 export async function getDocument(db: Db, projectId: string, documentId: string): Promise<KbDocumentRow> {
   const [raw] = await db.queryRows(readDocumentSql[db.provider], [documentId, projectId]);
   if (!raw) throw notFound('Document', documentId);
+  return storedDocumentRow(raw);
+}
+
+/** documentColumns as the driver answers them (either engine), as the row Prisma answers for documentSelect. */
+export function storedDocumentRow(raw: Record<string, unknown>): KbDocumentRow {
   return {
     id: raw.id as string,
     projectId: raw.projectId as string,
@@ -571,9 +597,17 @@ export async function waitForDocument(
   const events = deps.pubsub.subscribe('kbDocument', input.documentId)[Symbol.asyncIterator]();
   const deadline = Date.now() + input.timeoutMs;
   let timer: NodeJS.Timeout | undefined;
+  const waiting = settledRows.get(deps.pubsub) ?? new Map<string, { waiters: number; row?: KbDocumentRow }>();
+  settledRows.set(deps.pubsub, waiting);
+  const key = `${input.documentId}:${input.revision}`;
+  const handOff = waiting.get(key) ?? { waiters: 0 };
+  handOff.waiters++;
+  waiting.set(key, handOff);
   try {
     for (;;) {
-      const doc = await getDocument(deps.db, input.projectId, input.documentId);
+      // The row the job committed, handed over with its event (same process), else a read.
+      const handed = handOff.row?.projectId === input.projectId ? handOff.row : undefined;
+      const doc = handed ?? (await getDocument(deps.db, input.projectId, input.documentId));
       const settled = doc.revision !== input.revision || doc.status !== 'PENDING';
       const remaining = deadline - Date.now();
       if (settled || remaining <= 0 || input.signal?.aborted) return doc;
@@ -587,6 +621,7 @@ export async function waitForDocument(
     }
   } finally {
     clearTimeout(timer);
+    if (--handOff.waiters === 0) waiting.delete(key);
     await events.return?.();
   }
 }

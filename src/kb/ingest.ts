@@ -5,8 +5,15 @@ import type { Logger } from '../lib/logger';
 import type { OutboundFetch } from '../lib/outbound-http';
 import type { AppPubSub } from '../lib/pubsub';
 import { countTokens, type LlmProvider } from '../llm';
-import { chunkText } from './chunk';
-import { chunkMetadata, type KbIngestJobPayload, publishDocumentStatus } from './documents';
+import { iterateChunkSpans } from './chunk';
+import {
+  chunkMetadata,
+  documentColumns,
+  type KbDocumentRow,
+  type KbIngestJobPayload,
+  publishDocumentStatus,
+  storedDocumentRow,
+} from './documents';
 import { embedTexts, recordEmbeddingUsage } from './embeddings';
 import { KbIngestError } from './errors';
 import { fetchUrlDocument } from './fetch-url';
@@ -43,7 +50,11 @@ interface PreparedChunk {
 }
 
 interface Prepared {
-  chunks: PreparedChunk[];
+  /**
+   * The chunks, made as they are taken: a file's or URL's text is cut lazily (iterateChunkSpans),
+   * so that on PostgreSQL the chunks already cut are stored while the rest are cut (swapInPipelined).
+   */
+  chunks: Iterator<PreparedChunk>;
   rowsCount: number | null;
   /** For a URL: the type of what the server sent (html, pdf, ...). */
   fetchedType?: KbFileType;
@@ -106,8 +117,10 @@ async function loadDocument(db: Db, documentId: string): Promise<DocumentWithSou
 async function prepare(deps: KbIngestDeps, doc: DocumentWithSource, signal: AbortSignal): Promise<Prepared> {
   const maxTokens = doc.maxChunkSize;
   const overlapTokens = Math.round(maxTokens * (deps.overlapRatio ?? 0.1));
-  const toChunks = (text: string): PreparedChunk[] =>
-    chunkText(text, { maxTokens, overlapTokens }).map((c) => ({ ...c, rowMetadata: null }));
+  function* toChunks(text: string): Generator<PreparedChunk, void, undefined> {
+    for (const span of iterateChunkSpans(text, { maxTokens, overlapTokens }))
+      yield { content: text.slice(span.start, span.end), tokens: span.tokens, rowMetadata: null };
+  }
 
   switch (doc.kind) {
     case 'file': {
@@ -157,7 +170,7 @@ async function prepare(deps: KbIngestDeps, doc: DocumentWithSource, signal: Abor
           `No row has text in its searchable fields (${table.schema.searchableFields.join(', ')}).`,
         );
       }
-      return { chunks, rowsCount: table.items.length };
+      return { chunks: chunks.values(), rowsCount: table.items.length };
     }
     default:
       throw new KbIngestError('MALFORMED', `Unknown document kind "${doc.kind}".`);
@@ -188,9 +201,9 @@ interface SwapIn {
 
 const markSucceeded = {
   sqlite: `UPDATE "KbDocument" SET "status" = 'SUCCESS', "statusDetail" = NULL, "chunkCount" = ?, "rowsCount" = ?, "updatedAt" = ?
-    WHERE "id" = ? AND "revision" = ? AND "status" = 'PENDING' RETURNING "metadata"`,
+    WHERE "id" = ? AND "revision" = ? AND "status" = 'PENDING' RETURNING ${documentColumns}`,
   postgresql: `UPDATE "KbDocument" SET "status" = 'SUCCESS', "statusDetail" = NULL, "chunkCount" = $1, "rowsCount" = $2, "updatedAt" = $3
-    WHERE "id" = $4 AND "revision" = $5 AND "status" = 'PENDING' RETURNING "metadata"`,
+    WHERE "id" = $4 AND "revision" = $5 AND "status" = 'PENDING' RETURNING ${documentColumns}`,
 };
 /**
  * A thousand chunks per statement, the rows as one JSON parameter unpacked by the database
@@ -210,10 +223,14 @@ const insertChunkRows = {
 };
 
 /** The stored rows of the chunks, with the document's metadata as it is inside the transaction. */
-function chunkRows(chunks: readonly PreparedChunk[], documentMetadata: Record<string, unknown>): ChunkRow[] {
-  return chunks.map((c, position) => ({
+function chunkRows(
+  chunks: readonly PreparedChunk[],
+  documentMetadata: Record<string, unknown>,
+  firstPosition = 0,
+): ChunkRow[] {
+  return chunks.map((c, i) => ({
     id: randomUUID(),
-    position,
+    position: firstPosition + i,
     content: c.content,
     tokens: c.tokens,
     metadata: chunkMetadata(documentMetadata, c.rowMetadata),
@@ -225,15 +242,16 @@ function chunkRows(chunks: readonly PreparedChunk[], documentMetadata: Record<st
  * Swaps a revision's chunks in, in one transaction run straight through the database driver
  * (Db.driver: no Prisma query compiler and interpreter around its five statements, about half a
  * millisecond each): marks the document done, and only while it still waits for this revision,
- * replaces its chunks (and their embeddings), drops the stored upload. Answers false, having
- * changed nothing, when the document moved on (deleted, re-uploaded, done by an earlier delivery).
+ * replaces its chunks (and their embeddings), drops the stored upload. Answers the document as
+ * it committed it (for this process's waiters: publishDocumentStatus), or null, having changed
+ * nothing, when the document moved on (deleted, re-uploaded, done by an earlier delivery).
  *
  * Marking the document comes first: the row lock it takes (PostgreSQL) makes a concurrent
  * metadata update wait for this commit and then update these chunks too, and the metadata read
  * back is the current one. Nothing of it is visible before the commit, so the order is free.
  * Columns and stored forms are Prisma's: JSON as text on SQLite, DateTime as storedTimestamp.
  */
-async function swapIn(db: Db, input: SwapIn): Promise<boolean> {
+async function swapIn(db: Db, input: SwapIn): Promise<KbDocumentRow | null> {
   const { documentId, projectId, revision } = input;
   const driver = db.driver;
   if (driver.provider === 'sqlite') {
@@ -242,7 +260,7 @@ async function swapIn(db: Db, input: SwapIn): Promise<boolean> {
     return driver.exclusive(
       'kb.ingest.swap',
       (sql) => {
-        const current = sql.get<{ metadata: string }>(
+        const current = sql.get<Record<string, unknown> & { metadata: string }>(
           markSucceeded.sqlite,
           input.chunks.length,
           input.rowsCount,
@@ -250,7 +268,7 @@ async function swapIn(db: Db, input: SwapIn): Promise<boolean> {
           documentId,
           revision,
         );
-        if (!current) return false;
+        if (!current) return null;
         sql.run('DELETE FROM "KbChunk" WHERE "documentId" = ?', documentId);
         const rows = chunkRows(input.chunks, JSON.parse(current.metadata) as Record<string, unknown>);
         for (let i = 0; i < rows.length; i += insertBatch)
@@ -267,22 +285,19 @@ async function swapIn(db: Db, input: SwapIn): Promise<boolean> {
           }
         }
         sql.run('DELETE FROM "KbDocumentSource" WHERE "documentId" = ? AND "revision" = ?', documentId, revision);
-        return true;
+        return storedDocumentRow(current);
       },
       { transaction: true },
     );
   }
   const now = storedTimestamp('postgresql', new Date());
   return driver.transaction('kb.ingest.swap', async (sql) => {
-    const marked = await sql.query<{ metadata: Record<string, unknown> }>(markSucceeded.postgresql, [
-      input.chunks.length,
-      input.rowsCount,
-      now,
-      documentId,
-      revision,
-    ]);
+    const marked = await sql.query<Record<string, unknown> & { metadata: Record<string, unknown> }>(
+      markSucceeded.postgresql,
+      [input.chunks.length, input.rowsCount, now, documentId, revision],
+    );
     const [current] = marked.rows;
-    if (!current) return false;
+    if (!current) return null;
     await sql.query('DELETE FROM "KbChunk" WHERE "documentId" = $1', [documentId]);
     const rows = chunkRows(input.chunks, current.metadata);
     for (let i = 0; i < rows.length; i += insertBatch)
@@ -307,7 +322,82 @@ async function swapIn(db: Db, input: SwapIn): Promise<boolean> {
       documentId,
       revision,
     ]);
-    return true;
+    return storedDocumentRow(current);
+  });
+}
+
+/**
+ * Chunks in the pipelined swap-in's next INSERT, with `stored` chunks already sent: 16 at first,
+ * then half of what went before (at most insertBatch), so that the last INSERT, which no chunking
+ * overlaps, stays short, and a long document takes a few statements more, not one per 16 chunks.
+ */
+export function pipelinedInsertSize(stored: number): number {
+  return Math.min(insertBatch, Math.max(16, Math.floor(stored / 2)));
+}
+
+/** What swapInPipelined stores: the chunks already cut, then the rest as they are cut. */
+interface PipelinedSwapIn {
+  documentId: string;
+  projectId: string;
+  revision: number;
+  first: readonly PreparedChunk[];
+  rest: Iterator<PreparedChunk>;
+  rowsCount: number | null;
+  signal: AbortSignal;
+}
+
+const lockPending = `SELECT "metadata" FROM "KbDocument" WHERE "id" = $1 AND "revision" = $2 AND "status" = 'PENDING' FOR UPDATE`;
+const markSucceededLocked = `UPDATE "KbDocument" SET "status" = 'SUCCESS', "statusDetail" = NULL, "chunkCount" = $1, "rowsCount" = $2, "updatedAt" = $3
+  WHERE "id" = $4 AND "revision" = $5 AND "status" = 'PENDING' RETURNING ${documentColumns}`;
+
+/**
+ * swapIn on PostgreSQL, with the chunking inside the transaction: each batch of chunks is
+ * inserted (and indexed by the full-text trigger, `to_tsvector` and the GIN insertion, the
+ * database's work on the other core) while Node cuts the next batch, instead of Node waiting
+ * for one INSERT of them all at the end. The same guarantees as swapIn: the document's row is
+ * locked first (a concurrent metadata update waits and then updates these chunks too), nothing
+ * is visible before the commit, so a reader sees the old chunks or all the new ones, and any
+ * failure (a statement, the chunker, an abort) rolls everything back and leaves the old chunks.
+ * The document is marked done last, once its chunks are counted. Answers the document as it
+ * committed it, or null, having changed nothing, when the document moved on.
+ */
+async function swapInPipelined(db: Db, input: PipelinedSwapIn): Promise<KbDocumentRow | null> {
+  const { documentId, projectId, revision } = input;
+  const driver = db.driver;
+  if (driver.provider !== 'postgresql') throw new Error('swapInPipelined is for PostgreSQL');
+  return driver.transaction('kb.ingest.swap', async (sql) => {
+    /** The statement in flight; its rejection is seen where it is awaited (or by the rollback). */
+    let inFlight: Promise<unknown> = sql.query<{ metadata: Record<string, unknown> }>(lockPending, [
+      documentId,
+      revision,
+    ]);
+    inFlight.catch(() => {});
+    let batch = [...input.first, ...take(input.rest, pipelinedInsertSize(0) - input.first.length)];
+    const [current] = ((await inFlight) as { rows: { metadata: Record<string, unknown> }[] }).rows;
+    if (!current) return null;
+    inFlight = sql.query('DELETE FROM "KbChunk" WHERE "documentId" = $1', [documentId]);
+    inFlight.catch(() => {});
+    let position = 0;
+    while (batch.length) {
+      const rows = chunkRows(batch, current.metadata, position);
+      position += batch.length;
+      await inFlight;
+      input.signal.throwIfAborted();
+      inFlight = sql.query(insertChunkRows.postgresql, [documentId, projectId, JSON.stringify(rows)]);
+      inFlight.catch(() => {});
+      batch = take(input.rest, pipelinedInsertSize(position));
+    }
+    await inFlight;
+    const now = storedTimestamp('postgresql', new Date());
+    const marked = await sql.query(markSucceededLocked, [position, input.rowsCount, now, documentId, revision]);
+    const [stored] = marked.rows;
+    // The row is locked by this transaction: it cannot have moved on.
+    if (!stored) throw new Error(`document ${documentId} changed under its row lock`);
+    await sql.query('DELETE FROM "KbDocumentSource" WHERE "documentId" = $1 AND "revision" = $2', [
+      documentId,
+      revision,
+    ]);
+    return storedDocumentRow(stored);
   });
 }
 
@@ -326,6 +416,28 @@ async function markFailed(deps: KbIngestDeps, payload: KbIngestJobPayload, reaso
     publishDocumentStatus(deps.pubsub, { id: payload.documentId, revision: payload.revision, status: 'ERROR' });
 }
 
+/** An error of the chunker while the pipelined swap-in ran: handled as a failure to prepare. */
+class ChunkingFailed extends Error {
+  constructor(readonly reason: unknown) {
+    super('chunking failed');
+  }
+}
+
+/** Up to `n` chunks from `chunks` (an error of the chunker comes out as ChunkingFailed). */
+function take(chunks: Iterator<PreparedChunk>, n: number): PreparedChunk[] {
+  const batch: PreparedChunk[] = [];
+  try {
+    while (batch.length < n) {
+      const next = chunks.next();
+      if (next.done) break;
+      batch.push(next.value);
+    }
+  } catch (err) {
+    throw new ChunkingFailed(err);
+  }
+  return batch;
+}
+
 export function createKbIngestHandler(deps: KbIngestDeps): JobHandler {
   const log = deps.logger.child({ component: 'kb-ingest' });
   return async (job) => {
@@ -338,12 +450,8 @@ export function createKbIngestHandler(deps: KbIngestDeps): JobHandler {
     // Deleted, replaced by a newer upload (which has its own job), or already done by an earlier delivery.
     if (!doc || doc.revision !== target.revision || doc.status !== 'PENDING') return;
 
-    let prepared: Prepared;
-    let vectors: { model: string; vectors: number[][] } | null = null;
-    try {
-      prepared = await prepare(deps, doc, job.signal);
-      if (prepared.chunks.length === 0) throw new KbIngestError('NO_TEXT', 'The document has no text to index.');
-    } catch (err) {
+    /** A failure to read, parse or chunk: final (the document says ERROR), or thrown for a retry. */
+    const failed = async (err: unknown): Promise<void> => {
       if (job.signal.aborted) throw err;
       const known = err instanceof KbIngestError;
       if ((known && err.permanent) || job.attempt >= job.maxAttempts) {
@@ -355,40 +463,74 @@ export function createKbIngestHandler(deps: KbIngestDeps): JobHandler {
         return;
       }
       throw err;
+    };
+
+    // On PostgreSQL without embeddings, a file's or URL's chunks are cut inside the swap-in transaction, each
+    // batch stored while the next is cut (swapInPipelined); the first is cut here, so that a
+    // document without text fails before any transaction. Otherwise every chunk is cut first (a
+    // table's rows are already chunks: nothing to overlap).
+    const pipelined = deps.db.driver.provider === 'postgresql' && !deps.llm.supportsEmbeddings && doc.kind !== 'table';
+    let prepared: Prepared;
+    let firstChunks: PreparedChunk[];
+    try {
+      prepared = await prepare(deps, doc, job.signal);
+      firstChunks = take(prepared.chunks, pipelined ? 1 : Number.POSITIVE_INFINITY);
+      if (firstChunks.length === 0) throw new KbIngestError('NO_TEXT', 'The document has no text to index.');
+    } catch (err) {
+      return failed(err instanceof ChunkingFailed ? err.reason : err);
     }
 
-    if (deps.llm.supportsEmbeddings) {
+    let stored: KbDocumentRow | null;
+    if (pipelined) {
       try {
-        const embedded = await embedTexts(
-          deps.llm,
-          prepared.chunks.map((c) => c.content),
-          job.signal,
-        );
-        vectors = embedded;
-        await recordEmbeddingUsage(
-          deps,
-          { projectId: doc.projectId, environmentId: doc.environmentId },
-          embedded.accounting,
-          `kb-ingest:${doc.id}:${doc.revision}`,
-        );
+        stored = await swapInPipelined(deps.db, {
+          documentId: doc.id,
+          projectId: doc.projectId,
+          revision: target.revision,
+          first: firstChunks,
+          rest: prepared.chunks,
+          rowsCount: prepared.rowsCount,
+          signal: job.signal,
+        });
       } catch (err) {
-        if (job.signal.aborted) throw err;
-        // The chunks go live without vectors (full-text search works); the embedding sweep retries.
-        log.warn({ err, documentId: doc.id }, 'embedding a document failed; its chunks are stored without vectors');
+        // The transaction rolled back: the previous chunks stay, the document still waits.
+        if (err instanceof ChunkingFailed) return failed(err.reason);
+        throw err;
       }
+    } else {
+      let vectors: { model: string; vectors: number[][] } | null = null;
+      if (deps.llm.supportsEmbeddings) {
+        try {
+          const embedded = await embedTexts(
+            deps.llm,
+            firstChunks.map((c) => c.content),
+            job.signal,
+          );
+          vectors = embedded;
+          await recordEmbeddingUsage(
+            deps,
+            { projectId: doc.projectId, environmentId: doc.environmentId },
+            embedded.accounting,
+            `kb-ingest:${doc.id}:${doc.revision}`,
+          );
+        } catch (err) {
+          if (job.signal.aborted) throw err;
+          // The chunks go live without vectors (full-text search works); the embedding sweep retries.
+          log.warn({ err, documentId: doc.id }, 'embedding a document failed; its chunks are stored without vectors');
+        }
+      }
+      stored = await swapIn(deps.db, {
+        documentId: doc.id,
+        projectId: doc.projectId,
+        revision: target.revision,
+        chunks: firstChunks,
+        rowsCount: prepared.rowsCount,
+        vectors,
+      });
     }
-
-    const stored = await swapIn(deps.db, {
-      documentId: doc.id,
-      projectId: doc.projectId,
-      revision: target.revision,
-      chunks: prepared.chunks,
-      rowsCount: prepared.rowsCount,
-      vectors,
-    });
     if (stored) {
-      publishDocumentStatus(deps.pubsub, { id: doc.id, revision: target.revision, status: 'SUCCESS' });
-      log.info({ documentId: doc.id, revision: target.revision, chunks: prepared.chunks.length }, 'ingested document');
+      publishDocumentStatus(deps.pubsub, stored, stored);
+      log.info({ documentId: doc.id, revision: target.revision, chunks: stored.chunkCount }, 'ingested document');
     }
   };
 }

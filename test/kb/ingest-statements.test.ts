@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { KB_INGEST_QUEUE } from '../../src/kb/documents';
-import { createKbIngestHandler } from '../../src/kb/ingest';
+import { createKbIngestHandler, pipelinedInsertSize } from '../../src/kb/ingest';
 import { createOutboundFetch } from '../../src/lib/outbound-http';
 import type { TestProject } from '../helpers/app';
 import { useTestApp } from '../helpers/app';
@@ -32,8 +32,13 @@ describeEachDatabase('knowledge-base ingestion statements', (provider) => {
     });
     expect(res.status, res.text).toBe(200);
     const [doc] = (res.body as { data: { documentID: string; revision?: number }[] }).data;
+    return runJob(p, doc!.documentID);
+  }
+
+  /** Runs the ingestion job of the document's current revision; answers its SQL statements. */
+  async function runJob(p: TestProject, documentId: string): Promise<string[]> {
     const { services } = t.app;
-    const row = await services.db.prisma.kbDocument.findUniqueOrThrow({ where: { id: doc!.documentID } });
+    const row = await services.db.prisma.kbDocument.findUniqueOrThrow({ where: { id: documentId } });
     const fetch = createOutboundFetch({ allowPrivate: false, maxRedirects: 0 });
     const handler = createKbIngestHandler({
       db: services.db,
@@ -63,7 +68,7 @@ describeEachDatabase('knowledge-base ingestion statements', (provider) => {
 
   const chunkInserts = (statements: string[]) => statements.filter((s) => /^\s*INSERT INTO\s+"?KbChunk"?/i.test(s));
 
-  it('inserts the chunks of a small and a large document with the same statements', async () => {
+  it('inserts the chunks of a small and a large document in one INSERT (SQLite) or one per batch (PostgreSQL)', async () => {
     const p = await t.app.createProject();
     const small = await ingest(p, 'small.txt', paragraphs(2, 'heron'));
     const large = await ingest(p, 'large.txt', paragraphs(60, 'osprey'));
@@ -77,12 +82,6 @@ describeEachDatabase('knowledge-base ingestion statements', (provider) => {
     const [largeDoc, smallDoc] = counts;
     expect(smallDoc!.chunkCount).toBeGreaterThan(0);
     expect(largeDoc!.chunkCount).toBeGreaterThan(20 * smallDoc!.chunkCount);
-    // One INSERT for all the chunks of each, and no statement more for the larger document.
-    expect(chunkInserts(small)).toHaveLength(1);
-    expect(chunkInserts(large)).toHaveLength(1);
-    expect(large.length).toBe(small.length);
-    // The whole job: one read of the document with its upload, then one transaction of four
-    // statements (mark done, drop the old chunks, insert the new, drop the upload).
     const shape = (sql: string) => {
       const words = sql.trim().split(/\s+/);
       const verb = (words[0] as string).toUpperCase();
@@ -90,15 +89,51 @@ describeEachDatabase('knowledge-base ingestion statements', (provider) => {
       const table = /^(?:UPDATE|INSERT INTO|DELETE FROM|SELECT .*? FROM)\s+"?(\w+)"?/is.exec(sql.trim())?.[1];
       return `${verb} ${table}`;
     };
-    expect(large.map(shape)).toEqual([
-      'SELECT KbDocument',
-      'BEGIN',
-      'UPDATE KbDocument',
-      'DELETE KbChunk',
-      'INSERT KbChunk',
-      'DELETE KbDocumentSource',
-      'COMMIT',
-    ]);
+    if (provider === 'sqlite') {
+      // One INSERT for all the chunks of each, and no statement more for the larger document.
+      expect(chunkInserts(small)).toHaveLength(1);
+      expect(chunkInserts(large)).toHaveLength(1);
+      expect(large.length).toBe(small.length);
+      // The whole job: one read of the document with its upload, then one transaction of four
+      // statements (mark done, drop the old chunks, insert the new, drop the upload).
+      expect(large.map(shape)).toEqual([
+        'SELECT KbDocument',
+        'BEGIN',
+        'UPDATE KbDocument',
+        'DELETE KbChunk',
+        'INSERT KbChunk',
+        'DELETE KbDocumentSource',
+        'COMMIT',
+      ]);
+    } else {
+      // PostgreSQL cuts the chunks inside the transaction and inserts them in batches, each while
+      // the next is cut (swapInPipelined): one INSERT per batch of chunks, never one per chunk.
+      const batches = (n: number) => {
+        let count = 0;
+        for (let stored = 0; stored < n; count++) stored += pipelinedInsertSize(stored);
+        return count;
+      };
+      expect(pipelinedInsertSize(0)).toBeGreaterThan(1);
+      expect(chunkInserts(small)).toHaveLength(batches(smallDoc!.chunkCount));
+      expect(chunkInserts(large)).toHaveLength(batches(largeDoc!.chunkCount));
+      expect(chunkInserts(large).length).toBeGreaterThan(1);
+      // A long document takes a few more statements, not one per batch of the first size.
+      expect(batches(2000)).toBeLessThan(20);
+      // One read of the document with its upload; then one transaction: lock the document while
+      // it waits for this revision, drop the old chunks, insert the new, mark it done with their
+      // count, drop the upload.
+      expect(large.map(shape)).toEqual([
+        'SELECT KbDocument',
+        'BEGIN',
+        'SELECT KbDocument',
+        'DELETE KbChunk',
+        ...Array.from({ length: batches(largeDoc!.chunkCount) }, () => 'INSERT KbChunk'),
+        'UPDATE KbDocument',
+        'DELETE KbDocumentSource',
+        'COMMIT',
+      ]);
+      expect(large[2]).toMatch(/FOR UPDATE$/);
+    }
 
     // What the statement stored: every chunk with its position, tokens and the document's metadata.
     const chunks = await prisma.kbChunk.findMany({
@@ -114,6 +149,20 @@ describeEachDatabase('knowledge-base ingestion statements', (provider) => {
       expect(c.rowMetadata).toBeNull();
     }
     expect(chunks[0]!.content.startsWith('osprey paragraph 0')).toBe(true);
+  });
+
+  it("inserts a table's rows as chunks in one INSERT on both engines (nothing to cut while they go in)", async () => {
+    const p = await t.app.createProject();
+    const items = Array.from({ length: 120 }, (_, i) => ({ q: `question ${i} about egrets`, a: `answer ${i}` }));
+    const res = await t.app.http('POST', '/v1/knowledge-base/docs/upload/table', {
+      key: p.apiKey,
+      body: { data: { name: 'egrets', schema: { searchableFields: ['q', 'a'] }, items } },
+    });
+    expect(res.status, res.text).toBe(200);
+    const statements = await runJob(p, (res.body as { data: { documentID: string } }).data.documentID);
+    expect(chunkInserts(statements)).toHaveLength(1);
+    const doc = await t.app.services.db.prisma.kbDocument.findFirstOrThrow({ where: { projectId: p.projectID } });
+    expect(doc).toMatchObject({ status: 'SUCCESS', chunkCount: 120, rowsCount: 120 });
   });
 
   it('stores a plain upload, its bytes and its job in one transaction of three INSERTs', async () => {

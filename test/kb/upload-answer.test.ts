@@ -3,6 +3,7 @@ import type { QueryEvent } from '../../src/db/client';
 import { useTestApp } from '../helpers/app';
 import { uploadFile } from '../helpers/kb';
 import { describeEachDatabase } from '../helpers/lanes';
+import { recordSqlStatements } from '../helpers/sql-statements';
 
 /**
  * An upload with wait=true answers the row that the wait read once the ingestion settled, without
@@ -44,6 +45,31 @@ describeEachDatabase('knowledge-base upload answer', (provider) => {
     const read = await t.app.http('GET', `/v1/knowledge-base/docs/${doc!.documentID}`, { key: p.apiKey });
     expect(read.status, read.text).toBe(200);
     expect((res.body as { data: unknown[] }).data).toEqual((read.body as { data: unknown[] }).data);
+  });
+
+  it('wakes a waited upload with the row the job committed, without reading the document again', async () => {
+    const p = await t.app.createProject();
+    let res: Awaited<ReturnType<typeof uploadFile>> | undefined;
+    const statements = await recordSqlStatements(async () => {
+      res = await uploadFile(t.app, {
+        key: p.apiKey,
+        filename: 'handed.txt',
+        content: `dunlin ${'lorem ipsum dolor sit amet '.repeat(300)}`,
+        metadata: { team: 'ops' },
+        query: { wait: 'true', maxChunkSize: '500' },
+      });
+    });
+    expect(res!.status, res!.text).toBe(200);
+    const [doc] = (res!.body as { data: { documentID: string; status: string; chunkCount: number }[] }).data;
+    expect(doc!.status).toBe('SUCCESS');
+    // The wait reads the document once, before it waits (the job may have finished already);
+    // the job's event wakes it with the row the swap-in returned.
+    const documentReads = statements.filter((s) =>
+      /^\s*SELECT "id", "projectId", "kind"[^;]*FROM "KbDocument" WHERE "id"/.test(s),
+    );
+    expect(documentReads).toHaveLength(1);
+    const read = await t.app.http('GET', `/v1/knowledge-base/docs/${doc!.documentID}`, { key: p.apiKey });
+    expect((res!.body as { data: unknown[] }).data).toEqual((read.body as { data: unknown[] }).data);
   });
 
   it('reads the chunks of a waited upload that selects them, in order', async () => {
