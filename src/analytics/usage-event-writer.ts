@@ -17,6 +17,7 @@ import {
   emptyDimensions as noDimensions,
   periodOf,
   type UsageDimensions,
+  type UsageEventKind,
   type UsageQueryName,
 } from './usage-metrics';
 
@@ -116,6 +117,17 @@ interface StatementSql {
    * batch of 1,000 bench events).
    */
   rowEcho?: readonly string[];
+  /**
+   * In place of `row` (SQLite's per-row runs): the text and values for this row, which may leave
+   * out columns that hold their default (see `eventRowOf`).
+   */
+  rowOf?: (values: unknown[]) => RowStatement;
+}
+
+/** A per-row statement's text and the row's values for it. */
+interface RowStatement {
+  text: string;
+  values: unknown[];
 }
 
 type Row = Record<string, unknown>;
@@ -248,6 +260,68 @@ interface WriterSql {
   upsertHourTotals: StatementSql;
 }
 
+/**
+ * The dimension columns each kind can set (as `toEventRow` maps it, src/analytics/events.ts); the
+ * others hold their default, '' (and `success` NULL).
+ */
+const eventColumnsOfKind: Record<UsageEventKind, readonly string[]> = {
+  interaction: ['type'],
+  credit: ['type', 'model', 'diagramId', 'nodeId'],
+  function_call: ['subjectId', 'name', 'success'],
+  api_call: ['subjectId', 'name', 'success'],
+  integration_call: ['subjectId', 'success'],
+  kb_document: ['subjectId'],
+  transcript: ['subjectId'],
+  agent_invocation: ['subjectId', 'name', 'success'],
+  intent: ['subjectId'],
+};
+
+/** Columns of an event row that a kind may leave out when they hold their default. */
+const eventDefaults: ReadonlyMap<string, '' | null> = new Map<string, '' | null>([
+  ['type', ''],
+  ['model', ''],
+  ['diagramId', ''],
+  ['nodeId', ''],
+  ['subjectId', ''],
+  ['name', ''],
+  ['success', null],
+]);
+
+/**
+ * SQLite's per-row event insert: a text per kind that binds only the columns the kind can set
+ * (the rest take the column's default: '' or NULL). better-sqlite3 copies every bound value in
+ * and SQLite stores it: binding 10 or 11 values instead of 16 cut the events insert from about
+ * 3.9 to 3.2 ms per batch of 1,000. A row whose left-out columns do not all hold their default (no
+ * such row comes from `toEventRow`) gets `fullText` with every column, so what is stored is
+ * always the row itself. Exported for its test.
+ */
+export function eventRowOf(head: string, tail: string, fullText: string): (values: unknown[]) => RowStatement {
+  const names = eventColumns.map(([name]) => name);
+  const kindIndex = names.indexOf('kind');
+  const plans = new Map<unknown, { text: string; kept: number[]; omitted: [number, '' | null][] }>();
+  for (const [kind, own] of Object.entries(eventColumnsOfKind)) {
+    const kept: number[] = [];
+    const omitted: [number, '' | null][] = [];
+    names.forEach((name, i) => {
+      const fallback = eventDefaults.get(name);
+      if (fallback !== undefined && !own.includes(name)) omitted.push([i, fallback]);
+      else kept.push(i);
+    });
+    const columns = `${[...kept.map((i) => names[i]!), 'recordedAt'].map(quote).join(', ')}`;
+    const text = `${head} (${columns}) VALUES (${Array.from({ length: kept.length + 1 }, () => '?').join(', ')}) ${tail}`;
+    plans.set(kind, { text: text.trimEnd(), kept, omitted });
+  }
+  return (values) => {
+    const plan = plans.get(values[kindIndex]);
+    if (plan === undefined) return { text: fullText, values };
+    for (const [i, fallback] of plan.omitted) if (values[i] !== fallback) return { text: fullText, values };
+    const kept = plan.kept;
+    const out = new Array<unknown>(kept.length);
+    for (let i = 0; i < kept.length; i++) out[i] = values[kept[i]!];
+    return { text: plan.text, values: out };
+  };
+}
+
 function writerSqlOf(provider: Provider): WriterSql {
   /** `INSERT INTO table (columns) <rows> <tail>`, as one statement over JSON rows and (SQLite) one per row. */
   const statement = (table: string, columns: readonly Column[], tail: string, bound?: string): StatementSql => {
@@ -258,16 +332,17 @@ function writerSqlOf(provider: Provider): WriterSql {
     if (provider === 'postgresql') return { json };
     return { json, row: `${head} ${valuesRow(columns, bound ? 1 : 0)} ${tail}`.trimEnd() };
   };
+  /** The events insert; on SQLite with a text per kind (`eventRowOf`). */
+  const events = (tail: string): StatementSql => {
+    const sql = statement('UsageEvent', eventColumns, tail, 'recordedAt');
+    if (sql.row === undefined) return sql;
+    return { json: sql.json, rowOf: eventRowOf('INSERT INTO "UsageEvent"', tail, sql.row) };
+  };
   return {
-    insertEvents: statement('UsageEvent', eventColumns, '', 'recordedAt'),
+    insertEvents: events(''),
     // Only events with a key can conflict (NULLs are distinct in a unique index on both engines).
-    insertKeyedEvents: statement(
-      'UsageEvent',
-      eventColumns,
-      `ON CONFLICT ("projectId", "idempotencyKey") DO NOTHING
-      RETURNING "id"`,
-      'recordedAt',
-    ),
+    insertKeyedEvents: events(`ON CONFLICT ("projectId", "idempotencyKey") DO NOTHING
+      RETURNING "id"`),
     // On SQLite per row without RETURNING: whether the row went in is the run's `changes` (rowEcho).
     insertHourUsers: {
       json: statement(
@@ -457,9 +532,15 @@ function addDelta(
   }
 }
 
-/** Sorted by key: the lock order every transaction follows. */
+/**
+ * Sorted by key: the lock order every transaction follows. The keys are sorted by `sort()`'s own
+ * string order (UTF-16 code units, the order of `<`), without a comparison callback per pair.
+ */
 function sortedValues<T>(map: Map<string, T>): T[] {
-  return [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
+  const keys = [...map.keys()].sort();
+  const out = new Array<T>(keys.length);
+  for (let i = 0; i < keys.length; i++) out[i] = map.get(keys[i]!)!;
+  return out;
 }
 
 /** Inserts the (environment, hour, user) triples not seen before; returns the new ones. */
@@ -609,7 +690,19 @@ function runOnSqlite(write: UsageWrite, sql: SqliteStatements): RecordedUsage {
   while (!step.done) {
     const { sql: text, rows, bound, returning } = step.value;
     let returned: Row[] = [];
-    if (text.row === undefined) {
+    if (text.rowOf !== undefined) {
+      const rowOf = text.rowOf;
+      // The row's values then the bound value, as below.
+      for (const values of rows) {
+        const one = rowOf(values);
+        if (returning) {
+          const out =
+            bound === undefined ? sql.get<Row>(one.text, one.values) : sql.get<Row>(one.text, one.values, bound);
+          if (out !== undefined) returned.push(out);
+        } else if (bound === undefined) sql.run(one.text, one.values);
+        else sql.run(one.text, one.values, bound);
+      }
+    } else if (text.row === undefined) {
       const params = jsonParams('sqlite', step.value);
       if (returning) returned = sql.all<Row>(text.json, ...params);
       else sql.run(text.json, ...params);
