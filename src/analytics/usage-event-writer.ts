@@ -32,9 +32,9 @@ import {
  *    when two instances record it at the same moment;
  * 3. the increments, summed per counter first, go to UsageRollup, UsageHourTotal and (for
  *    intents) UsageDayIntent as INSERT … ON CONFLICT DO UPDATE SET count = count + excluded.count:
- *    atomic on SQLite and PostgreSQL alike, so concurrent writers never lose an increment. Rows
- *    are written in key order, so two transactions touching the same counters lock them in the
- *    same order.
+ *    atomic on SQLite and PostgreSQL alike, so concurrent writers never lose an increment. On
+ *    PostgreSQL rows are written in key order, so two transactions touching the same counters lock
+ *    them in the same order (a SQLite write transaction holds the whole database: see `writeOrder`).
  *
  * Through Prisma and on PostgreSQL, each statement takes its rows as one JSON parameter, unpacked
  * by the database (json_each on SQLite, jsonb_array_elements on PostgreSQL): a batch of 1,000
@@ -533,6 +533,16 @@ function addDelta(
 }
 
 /**
+ * The counters in the order they are written: on PostgreSQL sorted by key (`sortedValues`), the
+ * lock order every transaction follows; on SQLite as they came, since a SQLite write transaction
+ * holds the whole database (BEGIN IMMEDIATE, or Prisma's first write), so two writers never hold
+ * rows in different orders, and what is stored does not depend on the order within a transaction.
+ */
+function writeOrder<T>(provider: Provider, map: Map<string, T>): T[] {
+  return provider === 'postgresql' ? sortedValues(map) : [...map.values()];
+}
+
+/**
  * Sorted by key: the lock order every transaction follows. The keys are sorted by `sort()`'s own
  * string order (UTF-16 code units, the order of `<`), without a comparison callback per pair.
  */
@@ -556,7 +566,7 @@ function* insertHourUsers(
       triples.set(key, { projectId: r.projectId, environmentId: r.environmentId, hour: r.hour, userId: r.userId });
   }
   const added: { projectId: string; environmentId: string; hour: number }[] = [];
-  for (const chunk of chunks(sortedValues(triples), rowsPerStatement)) {
+  for (const chunk of chunks(writeOrder(provider, triples), rowsPerStatement)) {
     const inserted = yield {
       sql: writerSql[provider].insertHourUsers,
       rows: arraysOf(chunk, hourUserColumns),
@@ -652,7 +662,7 @@ function* usageWrite(provider: Provider, rows: UsageEventRow[], now: Date): Usag
   for (const u of yield* insertHourUsers(provider, stored)) {
     addDelta(rollups, u.projectId, 'unique_users', u.hour, u.environmentId, noDimensions, 1, 0);
   }
-  const rollupDeltas = sortedValues(rollups);
+  const rollupDeltas = writeOrder(provider, rollups);
   yield* writeRows(writerSql[provider].upsertRollups, rollupDeltas, rollupColumns);
 
   const dayIntents = new Map<string, DayIntentDelta>();
@@ -671,7 +681,7 @@ function* usageWrite(provider: Provider, rows: UsageEventRow[], now: Date): Usag
         count: d.count,
       });
   }
-  yield* writeRows(writerSql[provider].upsertDayIntents, sortedValues(dayIntents), dayIntentColumns);
+  yield* writeRows(writerSql[provider].upsertDayIntents, writeOrder(provider, dayIntents), dayIntentColumns);
 
   const totals = new Map<string, CounterDelta>();
   for (const d of rollupDeltas) {
