@@ -71,12 +71,25 @@ export async function resolveEventEnvironments(
     byRef.set(`${row.projectId}\u0000id\u0000${id}`, id);
     byRef.set(`${row.projectId}\u0000alias\u0000${row.alias}`, id);
   }
+  // Each (project, reference) pair is looked up once: a batch names a few pairs many times over.
+  const resolved = new Map<string, Map<string, string | undefined>>();
   const problems: ErrorDetail[] = [];
-  const ids = events.map((e, index) => {
-    const id = byRef.get(`${e.projectId}\u0000${isId(e.environment) ? 'id' : 'alias'}\u0000${e.environment}`);
+  const ids = new Array<string>(events.length);
+  for (let index = 0; index < events.length; index++) {
+    const e = events[index]!;
+    let ofProject = resolved.get(e.projectId);
+    if (ofProject === undefined) {
+      ofProject = new Map();
+      resolved.set(e.projectId, ofProject);
+    }
+    let id = ofProject.get(e.environment);
+    if (id === undefined && !ofProject.has(e.environment)) {
+      id = byRef.get(`${e.projectId}\u0000${isId(e.environment) ? 'id' : 'alias'}\u0000${e.environment}`);
+      ofProject.set(e.environment, id);
+    }
     if (id === undefined) problems.push({ path: pathOf(index), message: environmentNotFoundMessage(e.environment) });
-    return id ?? '';
-  });
+    ids[index] = id ?? '';
+  }
   if (problems.length) {
     throw new AppError('NOT_FOUND', `${problems[0]!.path}: ${problems[0]!.message}`, { details: problems });
   }

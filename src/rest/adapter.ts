@@ -262,8 +262,15 @@ async function run(
 function withoutUndefined<T>(value: T): T {
   if (Array.isArray(value)) return value.map((v) => withoutUndefined(v)) as T;
   if (value && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    // Object.keys and an indexed loop, not Object.entries: no [key, value] array per member (the
+    // same members in the same order; a batch of 1,000 usage events is 7,000 of them).
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = withoutUndefined(v);
+    const keys = Object.keys(value);
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i] as string;
+      const v = (value as Record<string, unknown>)[k];
+      if (v !== undefined) out[k] = withoutUndefined(v);
+    }
     return out as T;
   }
   return value;
