@@ -216,9 +216,13 @@ export async function interpretTurn(opts: InterpretOptions): Promise<InterpretRe
   // a context per step then adds only what names its step (closures made per step cost an
   // allocation each, and a name definition each under tsx, docs/performance.md).
   const variableAccess: StepContext['variables'] = {
-    get: (name) => variables[name],
+    get(name) {
+      return variables[name];
+    },
     set: setVariable,
-    all: () => ({ ...variables }),
+    all() {
+      return { ...variables };
+    },
   };
   const turnContext = {
     program,
@@ -231,7 +235,7 @@ export async function interpretTurn(opts: InterpretOptions): Promise<InterpretRe
     random,
     emit,
     debug,
-    completion: (o: { model?: string } = {}): CompletionStream => {
+    completion(o: { model?: string } = {}): CompletionStream {
       const pieces: string[] = [];
       emit('completion', { state: 'start', ...(o.model ? { model: o.model } : {}) });
       let ended = false;
@@ -249,14 +253,21 @@ export async function interpretTurn(opts: InterpretOptions): Promise<InterpretRe
         },
       };
     },
-    interpolate: (template: string, encode?: (text: string, offset: number) => string) =>
-      interpolate(template, variables, encode),
-    interpolateJson: (value: unknown) => interpolateJson(value, variables),
-    evaluate: (source: string, inputDocument?: unknown, bindings?: Record<string, unknown>) =>
-      opts.evaluator.evaluate(source, inputDocument === undefined ? variables : inputDocument, bindings),
-    customActionStops: (name: string) => opts.customActionStops(name),
-    resolveEntity: (ref: string | EntitySpec): EntitySpec | null =>
-      typeof ref === 'string' ? (program.entities.get(ref) ?? null) : ref,
+    interpolate(template: string, encode?: (text: string, offset: number) => string) {
+      return interpolate(template, variables, encode);
+    },
+    interpolateJson(value: unknown) {
+      return interpolateJson(value, variables);
+    },
+    evaluate(source: string, inputDocument?: unknown, bindings?: Record<string, unknown>) {
+      return opts.evaluator.evaluate(source, inputDocument === undefined ? variables : inputDocument, bindings);
+    },
+    customActionStops(name: string) {
+      return opts.customActionStops(name);
+    },
+    resolveEntity(ref: string | EntitySpec): EntitySpec | null {
+      return typeof ref === 'string' ? (program.entities.get(ref) ?? null) : ref;
+    },
   } satisfies Omit<
     StepContext,
     | 'flowId'
@@ -287,15 +298,24 @@ export async function interpretTurn(opts: InterpretOptions): Promise<InterpretRe
     evaluate: turnContext.evaluate,
     customActionStops: turnContext.customActionStops,
     resolveEntity: turnContext.resolveEntity,
-    globalTrigger: (i): StepResult | null => {
+    // Methods, not arrow functions: tsx (esbuild's keepNames) wraps every arrow function assigned
+    // to a name in a __name call, a defineProperty per closure per step; a method has its name.
+    globalTrigger(i): StepResult | null {
       const target = triggerFor(i);
       return target ? { kind: 'call', flow: target.flow, step: target.step, returnTo: entry.step.id } : null;
     },
-    recordApiCall: (call) => result.apiCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId }),
-    recordFunctionCall: (call) => result.functionCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId }),
-    recordIntegrationCall: (call) =>
-      result.integrationCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId }),
-    recordAgentStep: (record) => result.agentSteps.push({ ...record, stepID: entry.step.id, flowID: entry.flowId }),
+    recordApiCall(call) {
+      result.apiCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId });
+    },
+    recordFunctionCall(call) {
+      result.functionCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId });
+    },
+    recordIntegrationCall(call) {
+      result.integrationCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId });
+    },
+    recordAgentStep(record) {
+      result.agentSteps.push({ ...record, stepID: entry.step.id, flowID: entry.flowId });
+    },
   });
 
   /** Applies a step's result to the stack; true when the turn goes on. */
