@@ -212,24 +212,30 @@ export async function interpretTurn(opts: InterpretOptions): Promise<InterpretRe
   /** A step that ignores the signal cannot hold the turn past its time limit. */
   const untilAborted = <T>(promise: Promise<T>): Promise<T> => Promise.race([promise, abortPromise]);
 
-  const contextFor = (entry: CompiledStep, frame: StackFrame): StepContext => ({
+  // What a step's context holds that is the same for every step of the turn, made once per turn:
+  // a context per step then adds only what names its step (closures made per step cost an
+  // allocation each, and a name definition each under tsx, docs/performance.md).
+  const variableAccess: StepContext['variables'] = {
+    get(name) {
+      return variables[name];
+    },
+    set: setVariable,
+    all() {
+      return { ...variables };
+    },
+  };
+  const turnContext = {
     program,
-    flowId: entry.flowId,
     userID: opts.userID,
     signal: opts.signal,
     deadline: opts.deadline,
     services: opts.services,
-    frameStorage: frame.storage,
-    variables: {
-      get: (name) => variables[name],
-      set: setVariable,
-      all: () => ({ ...variables }),
-    },
+    variables: variableAccess,
     now,
     random,
     emit,
     debug,
-    completion: (o = {}): CompletionStream => {
+    completion(o: { model?: string } = {}): CompletionStream {
       const pieces: string[] = [];
       emit('completion', { state: 'start', ...(o.model ? { model: o.model } : {}) });
       let ended = false;
@@ -247,21 +253,69 @@ export async function interpretTurn(opts: InterpretOptions): Promise<InterpretRe
         },
       };
     },
-    interpolate: (template, encode) => interpolate(template, variables, encode),
-    interpolateJson: (value) => interpolateJson(value, variables),
-    evaluate: (source, inputDocument, bindings) =>
-      opts.evaluator.evaluate(source, inputDocument === undefined ? variables : inputDocument, bindings),
-    globalTrigger: (i): StepResult | null => {
+    interpolate(template: string, encode?: (text: string, offset: number) => string) {
+      return interpolate(template, variables, encode);
+    },
+    interpolateJson(value: unknown) {
+      return interpolateJson(value, variables);
+    },
+    evaluate(source: string, inputDocument?: unknown, bindings?: Record<string, unknown>) {
+      return opts.evaluator.evaluate(source, inputDocument === undefined ? variables : inputDocument, bindings);
+    },
+    customActionStops(name: string) {
+      return opts.customActionStops(name);
+    },
+    resolveEntity(ref: string | EntitySpec): EntitySpec | null {
+      return typeof ref === 'string' ? (program.entities.get(ref) ?? null) : ref;
+    },
+  } satisfies Omit<
+    StepContext,
+    | 'flowId'
+    | 'frameStorage'
+    | 'globalTrigger'
+    | 'recordApiCall'
+    | 'recordFunctionCall'
+    | 'recordIntegrationCall'
+    | 'recordAgentStep'
+  >;
+
+  const contextFor = (entry: CompiledStep, frame: StackFrame): StepContext => ({
+    program,
+    flowId: entry.flowId,
+    userID: turnContext.userID,
+    signal: turnContext.signal,
+    deadline: turnContext.deadline,
+    services: turnContext.services,
+    frameStorage: frame.storage,
+    variables: variableAccess,
+    now,
+    random,
+    emit,
+    debug,
+    completion: turnContext.completion,
+    interpolate: turnContext.interpolate,
+    interpolateJson: turnContext.interpolateJson,
+    evaluate: turnContext.evaluate,
+    customActionStops: turnContext.customActionStops,
+    resolveEntity: turnContext.resolveEntity,
+    // Methods, not arrow functions: tsx (esbuild's keepNames) wraps every arrow function assigned
+    // to a name in a __name call, a defineProperty per closure per step; a method has its name.
+    globalTrigger(i): StepResult | null {
       const target = triggerFor(i);
       return target ? { kind: 'call', flow: target.flow, step: target.step, returnTo: entry.step.id } : null;
     },
-    customActionStops: (name) => opts.customActionStops(name),
-    resolveEntity: (ref): EntitySpec | null => (typeof ref === 'string' ? (program.entities.get(ref) ?? null) : ref),
-    recordApiCall: (call) => result.apiCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId }),
-    recordFunctionCall: (call) => result.functionCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId }),
-    recordIntegrationCall: (call) =>
-      result.integrationCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId }),
-    recordAgentStep: (record) => result.agentSteps.push({ ...record, stepID: entry.step.id, flowID: entry.flowId }),
+    recordApiCall(call) {
+      result.apiCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId });
+    },
+    recordFunctionCall(call) {
+      result.functionCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId });
+    },
+    recordIntegrationCall(call) {
+      result.integrationCalls.push({ ...call, stepID: entry.step.id, flowID: entry.flowId });
+    },
+    recordAgentStep(record) {
+      result.agentSteps.push({ ...record, stepID: entry.step.id, flowID: entry.flowId });
+    },
   });
 
   /** Applies a step's result to the stack; true when the turn goes on. */

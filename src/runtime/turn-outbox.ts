@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../db/client';
 import { type DbClient, type EnqueueInput, enqueueJob } from '../jobs/queue';
@@ -48,9 +48,22 @@ export interface OutboxUser {
 
 /** The key prefix of a user's entries. */
 export function userPrefix(user: OutboxUser): string {
-  const hash = createHash('sha256').update(`${user.environmentId}\u0000${user.userId}`).digest('hex');
-  return `${TURN_RECORD_QUEUE}:${hash.slice(0, 32)}:`;
+  const key = `${user.environmentId}\u0000${user.userId}`;
+  let prefix = recentPrefixes.get(key);
+  if (prefix === undefined) {
+    prefix = `${TURN_RECORD_QUEUE}:${hash('sha256', key, 'hex').slice(0, 32)}:`;
+    if (recentPrefixes.size >= maxRecentPrefixes) recentPrefixes.clear();
+    recentPrefixes.set(key, prefix);
+  }
+  return prefix;
 }
+
+/**
+ * Prefixes of the users seen lately: a turn's outbox job and its record batch, a few
+ * milliseconds later, ask for the same user's prefix, so one hash per turn. Cleared when full.
+ */
+const recentPrefixes = new Map<string, string>();
+const maxRecentPrefixes = 1024;
 
 function userOf(record: TurnRecord): OutboxUser {
   return { environmentId: record.environmentID, userId: record.userID };

@@ -142,8 +142,11 @@ export function createTurnRecordBatcher(deps: TurnOutboxDeps): TurnRecordBatcher
   }
 
   async function writeBatch(batch: Pending[]): Promise<void> {
-    const prefixOf = (p: Pending) => userPrefix({ environmentId: p.record.environmentID, userId: p.record.userID });
-    const prefixes = [...new Set(batch.map(prefixOf))];
+    const prefixOfTurn = new Map(
+      batch.map((p) => [p, userPrefix({ environmentId: p.record.environmentID, userId: p.record.userID })]),
+    );
+    const prefixOf = (p: Pending) => prefixOfTurn.get(p) as string;
+    const prefixes = [...new Set(prefixOfTurn.values())];
     /** Set once the users' entries are read: the turns to record here, and those to leave to the ordinary path. */
     let split: { clean: Pending[]; alone: Pending[] } | null = null;
     try {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { StepContext, StepResult } from './step-type';
 
 /** Helpers shared by several step types. */
@@ -13,8 +13,24 @@ export function pickRandom<T>(items: readonly T[], random: () => number): T | un
  * sends it back as the next action): `path-` and 10 hex characters.
  */
 export function buttonRequestType(stepId: string, index: number): string {
-  return `path-${createHash('sha256').update(`${stepId}:${index}`).digest('hex').slice(0, 10)}`;
+  const key = `${stepId}:${index}`;
+  let type = buttonTypes.get(key);
+  if (type === undefined) {
+    type = `path-${hash('sha256', key, 'hex').slice(0, 10)}`;
+    // A bound, not an expected size: the buttons of the programs in use.
+    if (buttonTypes.size >= maxButtonTypes) buttonTypes.clear();
+    buttonTypes.set(key, type);
+  }
+  return type;
 }
+
+/**
+ * Button types already computed: a choice step names each of its buttons on every turn that
+ * reaches it (and again to match the answer), always the same few hashes (docs/performance.md,
+ * fourth 25 November session).
+ */
+const buttonTypes = new Map<string, string>();
+const maxButtonTypes = 10_000;
 
 export const defaultNoMatchReprompt = "Sorry, I didn't get that.";
 
