@@ -115,6 +115,11 @@ const configSchema = z.object({
   /** How long a turn waits for another turn of the same user to finish. */
   RUNTIME_LOCK_WAIT_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
   /**
+   * How long a user's lease outlives the instance holding it: extended every third of it while a
+   * turn runs, so after a kill -9 the user's next turn waits this long at most (docs/runtime.md).
+   */
+  RUNTIME_LEASE_MS: z.coerce.number().int().min(1000).max(600_000).default(15_000),
+  /**
    * The key that encrypts integration header values (MCP credentials) at rest with AES-256-GCM:
    * 32 bytes as 64 hex characters or base64 (`openssl rand -hex 32`). Without it, integrations
    * cannot be given header values (docs/agent-step.md "Credentials at rest").

@@ -247,6 +247,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
       turnTimeoutMs: config.RUNTIME_TURN_TIMEOUT_MS,
       stepLimit: config.RUNTIME_STEP_LIMIT,
       lockWaitMs: config.RUNTIME_LOCK_WAIT_MS,
+      leaseMs: config.RUNTIME_LEASE_MS,
       maxApiTimeoutMs: config.RUNTIME_API_TIMEOUT_MS,
       maxApiResponseBytes: config.RUNTIME_API_MAX_RESPONSE_BYTES,
       maxCodeTimeoutMs: config.RUNTIME_CODE_TIMEOUT_MS,

@@ -46,6 +46,11 @@ export interface RuntimeLimits {
   stepLimit: number;
   /** How long a turn waits for another turn of the same user to finish. */
   lockWaitMs: number;
+  /**
+   * How long a user's lease outlives the last sign of life of the turn holding it (extended every
+   * third of it while the turn runs): after a kill -9, the user's next turn waits this long at most.
+   */
+  leaseMs: number;
   maxApiTimeoutMs: number;
   maxApiResponseBytes: number;
   maxCodeTimeoutMs: number;
@@ -182,7 +187,13 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
   const registry = createDefaultStepRegistry(opts.extraStepTypes);
   const sandbox = createCodeSandbox({ workers: limits.sandboxWorkers, memoryLimitBytes: limits.codeMemoryBytes });
   // A lease outlives any turn: the turn's own limit, plus time to save and record it.
-  const states = createStateStore(db, { leaseMs: limits.turnTimeoutMs + 60_000, waitMs: limits.lockWaitMs });
+  const states = createStateStore(db, {
+    leaseMs: limits.leaseMs,
+    renewMs: Math.max(100, Math.floor(limits.leaseMs / 3)),
+    waitMs: limits.lockWaitMs,
+    onRenewError: (err) =>
+      logger.warn({ err }, 'could not extend a turn lease; it lapses unless a later extension succeeds'),
+  });
   const evaluator: ExpressionEvaluator = createExpressionEvaluator();
   const agentDeps: AgentDeps = { db, pubsub: opts.pubsub, registry, sandbox };
   const stepServices: StepServices = {

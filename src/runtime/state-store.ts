@@ -80,10 +80,18 @@ export interface CommitOutbox {
 }
 
 export interface StateStoreOptions {
-  /** How long a lease lasts unless committed or released; longer than any turn may run. */
+  /**
+   * How long a lease lasts unless committed, released or extended. A held lease is extended every
+   * `renewMs` while its holder runs, so it covers a turn of any length; a holder that dies (kill
+   * -9, a lost machine) stops extending it, and its user is free again this long after at most.
+   */
   leaseMs: number;
+  /** How often a held lease is extended (well under `leaseMs`). */
+  renewMs: number;
   /** Default wait for a lease. */
   waitMs: number;
+  /** Told when an extension fails (the lease then lapses on its own, and the commit finds it lost). */
+  onRenewError?(err: unknown): void;
 }
 
 /** A row created only to hold a lease has never been committed: version 0, no state to show. */
@@ -174,6 +182,30 @@ async function takeLease(db: Db, l: LeaseInput): Promise<StateRow | false> {
     version: row.version,
     updatedAt: new Date(row.updatedAtMs),
   };
+}
+
+/** Moves a held lease's end to `until`; false when the lease is no longer the caller's. */
+async function extendLease(db: Db, lease: StateLease, until: Date): Promise<boolean> {
+  const driver = db.driver;
+  if (driver.provider === 'sqlite') {
+    const written = await driver.exclusive('state.renew', (sql) =>
+      sql.run(
+        `UPDATE "RuntimeState" SET "lockedUntil" = ? WHERE "environmentId" = ? AND "userId" = ? AND "lockToken" = ?`,
+        storedTimestamp('sqlite', until),
+        lease.environmentId,
+        lease.userId,
+        lease.token,
+      ),
+    );
+    return written.changes === 1;
+  }
+  const written = await driver.query(
+    'state.renew',
+    `UPDATE "RuntimeState" SET "lockedUntil" = $1::timestamp(3)
+     WHERE "environmentId" = $2::text AND "userId" = $3::text AND "lockToken" = $4::text`,
+    [storedTimestamp('postgresql', until), lease.environmentId, lease.userId, lease.token],
+  );
+  return written.rowCount === 1;
 }
 
 const jobColumns = `"id", "queue", "dedupeKey", "payload", "status", "attempts", "maxAttempts", "runAt", "projectId", "createdAt", "updatedAt"`;
@@ -404,8 +436,22 @@ export function createStateStore(db: Db, opts: StateStoreOptions): StateStore {
           });
         }
         const lease = await acquireFromDb(key, deadline, o.signal);
-        // The local queue moves on when this lease is released or committed.
-        leaseDone.set(lease.token, cleanup);
+        // Extended while held: a turn that runs long keeps its user, a dead instance's turn does
+        // not keep it past leaseMs. Most turns end long before the first extension.
+        const renewal = setInterval(() => {
+          extendLease(db, lease, new Date(Date.now() + opts.leaseMs)).then(
+            (held) => {
+              if (!held) clearInterval(renewal);
+            },
+            (err: unknown) => opts.onRenewError?.(err),
+          );
+        }, opts.renewMs);
+        renewal.unref();
+        // The local queue moves on, and the extensions stop, when this lease is released or committed.
+        leaseDone.set(lease.token, () => {
+          clearInterval(renewal);
+          cleanup();
+        });
         return lease;
       } catch (err) {
         cleanup();

@@ -1,3 +1,6 @@
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createDb } from '../../src/db/client';
 import type { ScratchDatabase } from '../../src/db/scratch';
@@ -37,10 +40,10 @@ const streams = new Map<string, string[]>();
 const users = Array.from({ length: 8 }, (_v, i) => `k${i}`);
 
 /**
- * A turn's lease on its user outlives the turn's time limit by a minute (src/runtime/service.ts),
- * so a user whose turn was running when the process died is locked until then. The restarted
- * server waits for such leases (RUNTIME_LOCK_WAIT_MS) rather than answering "still running", and
- * a short turn limit keeps that wait near a minute.
+ * A turn's lease on its user is extended while the turn runs and lapses RUNTIME_LEASE_MS (15 s by
+ * default) after the process holding it died, so a user whose turn was running then is locked
+ * until that. The restarted server waits for such leases (RUNTIME_LOCK_WAIT_MS) rather than
+ * answering "still running".
  */
 function serve(database: ScratchDatabase, env: Record<string, string> = {}): Promise<ServeProcess> {
   return startServeProcess({
@@ -192,4 +195,80 @@ describeEachDatabase('kill -9 during a load of turns', (provider) => {
     second.child.kill('SIGTERM');
     await second.exited;
   }, 400_000);
+
+  it('frees a user whose turn was running when the process died after RUNTIME_LEASE_MS, not after the turn limit', async () => {
+    // An API that holds its first request open (the turn waits on it) and answers the next ones.
+    let requests = 0;
+    const api = createServer((_req, res) => {
+      requests++;
+      if (requests > 1) res.end('{"ok":true}');
+    });
+    api.listen(0, '127.0.0.1');
+    await once(api, 'listening');
+    const apiUrl = `http://127.0.0.1:${(api.address() as AddressInfo).port}/slow`;
+    // A turn limit of a minute: before leases were extended while held, a lease lasted the turn
+    // limit plus a minute, and the user of a killed turn waited two minutes; the restarted server
+    // below waits 20 s at most.
+    const env = { RUNTIME_TURN_TIMEOUT_MS: '60000', RUNTIME_LEASE_MS: '3000', RUNTIME_ALLOW_PRIVATE_URLS: 'true' };
+    let dying: ServeProcess | null = null;
+    let restarted: ServeProcess | null = null;
+    const db = await createDb(database().url);
+    try {
+      dying = await serve(database(), env);
+      await waitUntilReady(dying, '/readyz', 90_000);
+      const created = await call(dying.url, '/graphql', {
+        query: 'mutation { createProject(input: { name: "lease" }) { project { id } } }',
+      });
+      const projectID: string = JSON.parse(created.text).data.createProject.project.id;
+      const program = {
+        name: 'Slow API',
+        startFlow: 'main',
+        flows: [
+          {
+            id: 'main',
+            start: 'fetch',
+            steps: [
+              { id: 'fetch', type: 'api', method: 'GET', url: apiUrl, next: 'say' },
+              { id: 'say', type: 'message', message: 'The API answered', next: 'menu' },
+              { id: 'menu', type: 'choice', buttons: [{ label: 'Again', next: 'fetch' }] },
+            ],
+          },
+        ],
+      };
+      const published = await call(dying.url, '/graphql', {
+        query: 'mutation($input: PublishAgentInput!) { publishAgent(input: $input) { version { number } } }',
+        variables: { input: { projectID, program } },
+      });
+      expect(JSON.parse(published.text).errors).toBeUndefined();
+
+      const path = `/v2/project/${projectID}/user/held/interact/stream`;
+      const running = call(dying.url, path, { action: { type: 'launch' } }).catch(() => null);
+      // The turn holds the user's lease and waits on the API.
+      await expect
+        .poll(
+          async () =>
+            requests === 1 &&
+            (await db.prisma.runtimeState.count({ where: { userId: 'held', lockToken: { not: null } } })),
+          {
+            timeout: 30_000,
+          },
+        )
+        .toBe(1);
+      dying.child.kill('SIGKILL');
+      await dying.exited;
+      await running;
+
+      restarted = await serve(database(), { ...env, RUNTIME_LOCK_WAIT_MS: '20000' });
+      await waitUntilReady(restarted, '/readyz', 90_000);
+      const next = await call(restarted.url, path, { action: { type: 'launch' } });
+      expect(next.status).toBe(200);
+      expect(next.text).toContain('The API answered');
+      expect(next.text).not.toContain('still running');
+      expect(next.text).toMatch(/event: end\nid: \d+\n\n$/);
+    } finally {
+      for (const p of [dying, restarted]) if (p && p.child.exitCode === null) p.child.kill('SIGKILL');
+      api.close();
+      await db.close();
+    }
+  }, 200_000);
 });

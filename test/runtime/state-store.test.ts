@@ -47,8 +47,8 @@ describeEachDatabase('the state store', (provider) => {
     const { p, other, key } = await setup();
     try {
       const stores = [
-        createStateStore(t.app.services.db, { leaseMs: 60_000, waitMs: 30_000 }),
-        createStateStore(other, { leaseMs: 60_000, waitMs: 30_000 }),
+        createStateStore(t.app.services.db, { leaseMs: 60_000, renewMs: 20_000, waitMs: 30_000 }),
+        createStateStore(other, { leaseMs: 60_000, renewMs: 20_000, waitMs: 30_000 }),
       ];
       const users = Array.from({ length: 8 }, (_v, i) => `user ${i}`);
       const perUser = 5;
@@ -90,8 +90,9 @@ describeEachDatabase('the state store', (provider) => {
   it('a held lease is refused, a lapsed one is taken, and the late commit writes only its job', async () => {
     const { other, key } = await setup();
     try {
-      const first = createStateStore(t.app.services.db, { leaseMs: 300, waitMs: 0 });
-      const second = createStateStore(other, { leaseMs: 60_000, waitMs: 0 });
+      // The first instance stops extending its lease (renewMs far beyond the test), as a dead one would.
+      const first = createStateStore(t.app.services.db, { leaseMs: 300, renewMs: 60_000, waitMs: 0 });
+      const second = createStateStore(other, { leaseMs: 60_000, renewMs: 20_000, waitMs: 0 });
       const k = key('lapsed');
       const launch = await first.acquire(k);
       expect(launch.row).toBeNull();
@@ -130,9 +131,42 @@ describeEachDatabase('the state store', (provider) => {
     }
   });
 
+  it('a held lease is extended while its holder runs, however long: another instance cannot take it', async () => {
+    const { other, key } = await setup();
+    try {
+      const renewErrors: unknown[] = [];
+      const first = createStateStore(t.app.services.db, {
+        leaseMs: 300,
+        renewMs: 100,
+        waitMs: 0,
+        onRenewError: (err) => renewErrors.push(err),
+      });
+      const second = createStateStore(other, { leaseMs: 60_000, renewMs: 20_000, waitMs: 0 });
+      const k = key('long turn');
+      const held = await first.acquire(k);
+      // Four lease lengths later the lease is still held: it was extended.
+      await sleep(1200);
+      await expect(second.acquire(k)).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+      const state = { ...emptyState(), variables: { count: 1 } };
+      expect(await first.commit(held, { state, sessionId: 's1', agentVersionId: null })).toBe(true);
+      // Committed: free at once, and no longer extended.
+      const next = await second.acquire(k);
+      expect(countOf(next.row?.state)).toBe(1);
+      await sleep(400);
+      const row = await t.app.services.db.prisma.runtimeState.findFirstOrThrow({
+        where: { environmentId: k.environmentId, userId: k.userId },
+      });
+      expect(row.lockToken).toBe(next.token);
+      expect(renewErrors).toEqual([]);
+      await second.release(next);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('a job whose dedupe key has one already: the commit answers that job, and writes no second', async () => {
     const { p, key } = await setup();
-    const store = createStateStore(t.app.services.db, { leaseMs: 60_000, waitMs: 1000 });
+    const store = createStateStore(t.app.services.db, { leaseMs: 60_000, renewMs: 20_000, waitMs: 1000 });
     const k = key('dedupe');
     const ids: string[] = [];
     for (let i = 0; i < 2; i++) {
