@@ -175,6 +175,8 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
   };
   let sqliteConnection: BetterSqlite3.Database | null = null;
   let pgPool: pg.Pool | null = null;
+  /** Told of a PostgreSQL connection lost outside a statement (the pool's, Prisma's, the driver's). */
+  let onConnectionError: (err: Error) => void = () => {};
   const sqliteLock = createLock();
   if (provider === 'sqlite') {
     const file = sqliteFilePath(url);
@@ -201,7 +203,7 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
       transactionOptions: { maxWait: 15_000 },
     });
   } else {
-    const onConnectionError =
+    onConnectionError =
       opts.onConnectionError ??
       ((err: Error) => process.stderr.write(`parley: a PostgreSQL connection was lost: ${err.message}\n`));
     const adapter = new PrismaPg(
@@ -291,7 +293,7 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
   } else {
     const pool = pgPool as pg.Pool | null;
     if (!pool) throw new Error('the PostgreSQL adapter did not make its pool');
-    driver = postgresDriver(pool, report);
+    driver = postgresDriver(pool, report, onConnectionError);
   }
 
   return {
@@ -511,6 +513,7 @@ function sqliteDriver(
 function postgresDriver(
   pool: pg.Pool,
   report: (label: string, statements: number, commits: number, startedAt: number) => void,
+  onConnectionError: (err: Error) => void,
 ): PostgresDriver {
   return {
     provider: 'postgresql',
@@ -525,6 +528,11 @@ function postgresDriver(
     async transaction<T>(label: string, fn: (sql: PostgresStatements) => Promise<T>): Promise<T> {
       const startedAt = performance.now();
       const client = await pool.connect();
+      // While checked out the pool does not listen to the connection: one lost between two
+      // statements (a transaction waiting on its caller's work, PostgreSQL restarted or the backend
+      // terminated) would emit an 'error' no one hears, which ends the process. Heard here; the
+      // next statement fails with it, and the transaction rolls back on the server.
+      client.on('error', onConnectionError);
       // Only `fn`'s statements are counted, as on SQLite; BEGIN … COMMIT is the one commit.
       let statements = 0;
       let committed = 0;
@@ -563,6 +571,7 @@ function postgresDriver(
         open = false;
         // A connection whose BEGIN, COMMIT or ROLLBACK failed may still be inside a transaction:
         // destroyed rather than handed to the next caller.
+        client.off('error', onConnectionError);
         client.release(!ended);
         report(label, statements, committed, startedAt);
       }

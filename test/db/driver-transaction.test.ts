@@ -117,6 +117,36 @@ describeEachDatabase('driver transactions', (provider) => {
     await expect(leaked?.query('SELECT 1', [])).rejects.toThrow(/outside its transaction/);
   });
 
+  it.runIf(provider === 'postgresql')(
+    'survives its connection being lost while it waits between statements: the transaction fails, the process does not',
+    async () => {
+      const lost: Error[] = [];
+      const own = await createDb(database.url, { onConnectionError: (err) => lost.push(err) });
+      try {
+        const driver = own.driver;
+        if (driver.provider !== 'postgresql') return;
+        const tx = driver.transaction('test.lost', async (sql) => {
+          const { rows } = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid', []);
+          // Another session ends this one's backend while the transaction waits on its caller's work
+          // (as a PostgreSQL restart or an operator would): the connection emits 'error' with no
+          // statement in flight, which, unheard, would end the test process.
+          await db.queryRows('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+          await expect.poll(() => lost.length, { timeout: 5000 }).toBeGreaterThan(0);
+          await sql.query('SELECT 1', []);
+        });
+        await expect(tx).rejects.toThrow();
+        expect(lost[0]?.message).toMatch(/terminat/);
+        // The pool replaced the connection: the next transaction runs.
+        const again = await driver.transaction('test.after', (sql) =>
+          sql.query<{ one: number }>('SELECT 1 AS one', []),
+        );
+        expect(again.rows[0]?.one).toBe(1);
+      } finally {
+        await own.close();
+      }
+    },
+  );
+
   it.runIf(provider === 'postgresql')('isolates concurrent transactions on separate connections', async () => {
     const driver = db.driver;
     if (driver.provider !== 'postgresql') return;
