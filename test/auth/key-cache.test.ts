@@ -35,6 +35,17 @@ describeEachDatabase('API keys kept in memory with their project', (provider) =>
     const p = await t.app.createProject();
     const path = `/v1/environment/project/${p.projectID}`;
     expect((await t.app.http('GET', path, { key: p.apiKey })).status).toBe(200);
+    // That first use stamps the key's lastUsedAt without the request waiting for it (once a minute
+    // per key): let the stamp land before counting, or on a loaded machine it lands in the count.
+    await expect
+      .poll(
+        async () =>
+          (await t.app.services.db.prisma.apiKey.count({
+            where: { projectId: p.projectID, lastUsedAt: { not: null } },
+          })) > 0,
+        { timeout: 10_000 },
+      )
+      .toBe(true);
     const models = await modelsRead(t.app, async () => {
       for (let i = 0; i < 3; i++) {
         const res = await t.app.http('GET', path, { key: p.apiKey });
