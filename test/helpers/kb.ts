@@ -61,3 +61,26 @@ export async function waitForStatus(app: TestApp, key: string, documentID: strin
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/**
+ * The app's KB ingestion job handler, built as the services build it but without the job runner,
+ * so a test runs one job itself (its statements, its failures); `close` ends its outbound fetch.
+ */
+export async function kbIngestHandlerOf(app: TestApp) {
+  const [{ createKbIngestHandler }, { createOutboundFetch }] = await Promise.all([
+    import('../../src/kb/ingest'),
+    import('../../src/lib/outbound-http'),
+  ]);
+  const { services } = app;
+  const fetch = createOutboundFetch({ allowPrivate: false, maxRedirects: 0 });
+  const handler = createKbIngestHandler({
+    db: services.db,
+    pubsub: services.pubsub,
+    llm: services.llm,
+    logger: services.logger,
+    fetch,
+    urlTimeoutMs: 1000,
+    maxUrlBytes: 1000,
+  });
+  return { handler, close: () => fetch.close() };
+}

@@ -1,10 +1,9 @@
 import { expect, it } from 'vitest';
 import { KB_INGEST_QUEUE } from '../../src/kb/documents';
-import { createKbIngestHandler, pipelinedInsertSize } from '../../src/kb/ingest';
-import { createOutboundFetch } from '../../src/lib/outbound-http';
+import { pipelinedInsertSize } from '../../src/kb/ingest';
 import type { TestProject } from '../helpers/app';
 import { useTestApp } from '../helpers/app';
-import { uploadFile } from '../helpers/kb';
+import { kbIngestHandlerOf, uploadFile } from '../helpers/kb';
 import { describeEachDatabase } from '../helpers/lanes';
 import { recordSqlStatements } from '../helpers/sql-statements';
 
@@ -39,16 +38,7 @@ describeEachDatabase('knowledge-base ingestion statements', (provider) => {
   async function runJob(p: TestProject, documentId: string): Promise<string[]> {
     const { services } = t.app;
     const row = await services.db.prisma.kbDocument.findUniqueOrThrow({ where: { id: documentId } });
-    const fetch = createOutboundFetch({ allowPrivate: false, maxRedirects: 0 });
-    const handler = createKbIngestHandler({
-      db: services.db,
-      pubsub: services.pubsub,
-      llm: services.llm,
-      logger: services.logger,
-      fetch,
-      urlTimeoutMs: 1000,
-      maxUrlBytes: 1000,
-    });
+    const { handler, close } = await kbIngestHandlerOf(t.app);
     try {
       return await recordSqlStatements(() =>
         handler({
@@ -62,7 +52,7 @@ describeEachDatabase('knowledge-base ingestion statements', (provider) => {
         }),
       );
     } finally {
-      await fetch.close();
+      await close();
     }
   }
 

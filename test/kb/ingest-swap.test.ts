@@ -1,11 +1,9 @@
 import pg from 'pg';
 import { expect, it } from 'vitest';
 import { KB_INGEST_QUEUE } from '../../src/kb/documents';
-import { createKbIngestHandler } from '../../src/kb/ingest';
-import { createOutboundFetch } from '../../src/lib/outbound-http';
 import type { TestProject } from '../helpers/app';
 import { useTestApp } from '../helpers/app';
-import { uploadFile } from '../helpers/kb';
+import { kbIngestHandlerOf, uploadFile } from '../helpers/kb';
 import { describeEachDatabase } from '../helpers/lanes';
 import { recordSqlStatements } from '../helpers/sql-statements';
 
@@ -44,17 +42,7 @@ describeEachDatabase('knowledge-base ingestion swap-in', (provider) => {
   }
 
   async function runJob(doc: { id: string; revision: number }, signal = new AbortController().signal) {
-    const { services } = t.app;
-    const fetch = createOutboundFetch({ allowPrivate: false, maxRedirects: 0 });
-    const handler = createKbIngestHandler({
-      db: services.db,
-      pubsub: services.pubsub,
-      llm: services.llm,
-      logger: services.logger,
-      fetch,
-      urlTimeoutMs: 1000,
-      maxUrlBytes: 1000,
-    });
+    const { handler, close } = await kbIngestHandlerOf(t.app);
     try {
       await handler({
         id: `kb-ingest:${doc.id}:${doc.revision}`,
@@ -66,7 +54,7 @@ describeEachDatabase('knowledge-base ingestion swap-in', (provider) => {
         signal,
       });
     } finally {
-      await fetch.close();
+      await close();
     }
   }
 
