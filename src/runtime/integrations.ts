@@ -2,7 +2,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { z } from 'zod';
 import { publishAudit, recordAudit } from '../admin/service';
 import type { Db } from '../db/client';
-import { conflict, notFound, validationError } from '../lib/errors';
+import { AppError, conflict, notFound, validationError } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { AppPubSub } from '../lib/pubsub';
 import { keyIdOf, type SecretBox } from '../lib/secret-box';
@@ -89,11 +89,21 @@ export function openHeaders(box: SecretBox | null, id: string, stored: unknown):
   const value = (stored ?? {}) as Record<string, string>;
   const sealed = value[sealedMember];
   if (sealed === undefined) return value;
-  if (!box) throw new Error('its header values are encrypted and INTEGRATION_SECRETS_KEY is not set');
+  // The server's configuration, not the request, is at fault: 503 with what to set, rather than
+  // an unexpected error (and never the credentials of another key's reading).
+  if (!box) {
+    throw new AppError(
+      'SERVICE_UNAVAILABLE',
+      `The header values of integration "${id}" are encrypted and this server has no INTEGRATION_SECRETS_KEY`,
+    );
+  }
   try {
     return JSON.parse(box.open(sealed, headerContext(id))) as Record<string, string>;
   } catch (err) {
-    throw new Error(`its header values cannot be decrypted with INTEGRATION_SECRETS_KEY: ${(err as Error).message}`);
+    throw new AppError(
+      'SERVICE_UNAVAILABLE',
+      `The header values of integration "${id}" cannot be decrypted with this server's keys (${(err as Error).message}); add the key that sealed them to INTEGRATION_SECRETS_PREVIOUS_KEYS`,
+    );
   }
 }
 

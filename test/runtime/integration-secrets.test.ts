@@ -128,7 +128,9 @@ describeEachDatabase('integration secrets at rest', (provider) => {
     const wrong = await startTestApp(provider, { database, env: { INTEGRATION_SECRETS_KEY: '11'.repeat(32) } });
     try {
       const listed = await wrong.gql(list, { p: p.projectID });
-      expect(listed.body.errors).toBeDefined();
+      expect(listed.body.errors?.[0]?.extensions?.code).toBe('SERVICE_UNAVAILABLE');
+      expect(listed.body.errors?.[0]?.message).toContain('cannot be decrypted');
+      expect(JSON.stringify(listed.body)).not.toContain('old-plain');
     } finally {
       await wrong.close();
     }
@@ -223,7 +225,10 @@ describeEachDatabase('integration secrets at rest', (provider) => {
     }
     // The instance still on the old key alone cannot read them any more, and says which key it lacks.
     const stale = await app.gql(list, { p: p.projectID });
-    expect(stale.body.errors?.[0]?.message).toBeDefined();
+    expect(stale.status).toBe(503);
+    expect(stale.body.errors?.[0]?.extensions?.code).toBe('SERVICE_UNAVAILABLE');
+    expect(stale.body.errors?.[0]?.message).toContain('INTEGRATION_SECRETS_PREVIOUS_KEYS');
+    expect(stale.body.errors?.[0]?.message).toContain(`key id ${newBox.keyId}`);
     const nowStored = (await storedHeaders(first))['sealed:v1']!;
     expect(() => oldBox.open(nowStored, `integration-headers:${first}`)).toThrow(
       `sealed with another key (key id ${newBox.keyId}, configured ${oldBox.keyId})`,
