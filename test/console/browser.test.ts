@@ -445,6 +445,9 @@ describeWithChromium('console in a browser', (executablePath) => {
     await page.getByRole('link', { name: 'returns.md' }).first().click();
     await page.getByRole('heading', { name: 'Chunks' }).waitFor();
     await page.getByText('Chunk 1').waitFor();
+    // The chunk's text is shown as it was cut: the heading's line break is not collapsed into a space.
+    const firstChunk = await page.getByRole('region', { name: 'Chunks' }).locator('.chunk-text').first().innerText();
+    expect(firstChunk).toMatch(/^# Returns\n+You can return any order within 30 days/);
     await shot('knowledge-document');
   });
 

@@ -342,7 +342,7 @@ function QueryPlayground() {
                   <a href={href('knowledge', c.documentID)}>{c.source.name}</a>
                   <span class="badge">score {c.score.toFixed(3)}</span>
                 </div>
-                <p>{c.content}</p>
+                <p class="chunk-text">{c.content}</p>
                 <JsonBlock value={c.metadata} label="Chunk metadata" />
               </li>
             ))}
@@ -583,7 +583,7 @@ function DocumentView({ id }: { id: string }) {
                 <strong>Chunk {c.position + 1}</strong>
                 <span class="muted">{c.tokens} tokens</span>
               </div>
-              <p>{c.content}</p>
+              <p class="chunk-text">{c.content}</p>
               <JsonBlock value={c.metadata} label={`Chunk ${c.position + 1} metadata`} />
             </li>
           ))}
