@@ -177,9 +177,13 @@ const resultColumns = [
 export const pagePropertyFields = ['name', 'type'] as const;
 export const pageEvaluationFields = ['name', 'description', 'type', 'minimumValue', 'maximumValue'] as const;
 
-function jsonObject(provider: Provider, pairs: [string, string][]): string {
-  const fn = provider === 'postgresql' ? 'json_build_object' : 'json_object';
-  return `${fn}(${pairs.map(([k, v]) => `'${k}', ${v}`).join(', ')})`;
+/**
+ * A JSON array of the expressions: the page's relations travel as arrays of values in a fixed
+ * order (valueElement / resultElement), not as objects, so that neither the database nor
+ * JSON.parse handles a member name per value (about a quarter less work for both).
+ */
+function jsonValues(provider: Provider, expressions: string[]): string {
+  return `${provider === 'postgresql' ? 'json_build_array' : 'json_array'}(${expressions.join(', ')})`;
 }
 
 function jsonArray(provider: Provider, element: string, orderBy: string, from: string): string {
@@ -227,30 +231,18 @@ function pageSqlText(
   const json = (expr: string) => (provider === 'postgresql' ? expr : `json(${expr})`);
   const columns = transcriptColumns.map((c) => `p."${c}"`);
   if (page.relations.propertyValues) {
-    const element = jsonObject(provider, [
-      ...valueColumns.map((c): [string, string] => [c, `v."${c}"`]),
-      ['metadata', json('v."metadata"')],
-      [
-        'property',
-        jsonObject(
-          provider,
-          pagePropertyFields.map((c) => [c, `tp."${c}"`]),
-        ),
-      ],
+    const element = jsonValues(provider, [
+      ...valueColumns.map((c) => `v."${c}"`),
+      json('v."metadata"'),
+      ...pagePropertyFields.map((c) => `tp."${c}"`),
     ]);
     const from = `"TranscriptPropertyValue" v JOIN "TranscriptProperty" tp ON tp."id" = v."propertyId" WHERE v."transcriptId" = p."id"`;
     columns.push(`${jsonArray(provider, element, 'tp."createdAt", v."propertyId"', from)} AS "propertyValues"`);
   }
   if (page.relations.evaluationResults) {
-    const element = jsonObject(provider, [
-      ...resultColumns.map((c): [string, string] => [c, `r."${c}"`]),
-      [
-        'evaluation',
-        jsonObject(
-          provider,
-          pageEvaluationFields.map((c) => [c, `e."${c}"`]),
-        ),
-      ],
+    const element = jsonValues(provider, [
+      ...resultColumns.map((c) => `r."${c}"`),
+      ...pageEvaluationFields.map((c) => `e."${c}"`),
     ]);
     const from = `"EvaluationResult" r JOIN "Evaluation" e ON e."id" = r."evaluationId" WHERE r."transcriptId" = p."id"`;
     columns.push(`${jsonArray(provider, element, 'e."createdAt", r."evaluationId"', from)} AS "evaluationResults"`);
@@ -347,40 +339,44 @@ export type PageRow = Record<string, unknown> & {
 
 type Raw = Record<string, unknown>;
 
-/** A property value of the page's JSON in Prisma's shape (valueColumns, then the JSON-only members). */
-function valueRow(v: Raw): Raw {
+/**
+ * A property value of the page's JSON (an array: valueColumns, the metadata, pagePropertyFields)
+ * in Prisma's shape. The literal follows those lists' order; search-sql.test.ts compares the rows
+ * with Prisma's.
+ */
+function valueRow(v: unknown[]): Raw {
   return {
-    transcriptId: v.transcriptId,
-    propertyId: v.propertyId,
-    value: v.value,
-    numberValue: v.numberValue,
-    createdAt: toDate(v.createdAt),
-    updatedAt: toDate(v.updatedAt),
-    metadata: v.metadata,
-    property: v.property,
+    transcriptId: v[0],
+    propertyId: v[1],
+    value: v[2],
+    numberValue: v[3],
+    createdAt: toDate(v[4]),
+    updatedAt: toDate(v[5]),
+    metadata: v[6],
+    property: { name: v[7], type: v[8] },
   };
 }
 
-/** An evaluation result of the page's JSON in Prisma's shape (resultColumns, then the evaluation). */
-function resultRow(r: Raw): Raw {
+/** An evaluation result of the page's JSON (an array: resultColumns, pageEvaluationFields) in Prisma's shape. */
+function resultRow(r: unknown[]): Raw {
   return {
-    id: r.id,
-    evaluationId: r.evaluationId,
-    transcriptId: r.transcriptId,
-    status: r.status,
-    runId: r.runId,
-    valueBoolean: toBool(r.valueBoolean),
-    valueNumber: r.valueNumber,
-    valueString: r.valueString,
-    reason: r.reason,
-    cost: r.cost,
-    model: r.model,
-    inputTokens: r.inputTokens,
-    outputTokens: r.outputTokens,
-    error: r.error,
-    createdAt: toDate(r.createdAt),
-    updatedAt: toDate(r.updatedAt),
-    evaluation: r.evaluation,
+    id: r[0],
+    evaluationId: r[1],
+    transcriptId: r[2],
+    status: r[3],
+    runId: r[4],
+    valueBoolean: toBool(r[5]),
+    valueNumber: r[6],
+    valueString: r[7],
+    reason: r[8],
+    cost: r[9],
+    model: r[10],
+    inputTokens: r[11],
+    outputTokens: r[12],
+    error: r[13],
+    createdAt: toDate(r[14]),
+    updatedAt: toDate(r[15]),
+    evaluation: { name: r[16], description: r[17], type: r[18], minimumValue: r[19], maximumValue: r[20] },
   };
 }
 
@@ -411,8 +407,8 @@ function transcriptRow(raw: Raw): PageRow {
     userName: raw.userName,
     userImage: raw.userImage,
   };
-  if ('propertyValues' in raw) row.propertyValues = (parsed(raw.propertyValues) as Raw[]).map(valueRow);
-  if ('evaluationResults' in raw) row.evaluationResults = (parsed(raw.evaluationResults) as Raw[]).map(resultRow);
+  if ('propertyValues' in raw) row.propertyValues = (parsed(raw.propertyValues) as unknown[][]).map(valueRow);
+  if ('evaluationResults' in raw) row.evaluationResults = (parsed(raw.evaluationResults) as unknown[][]).map(resultRow);
   return row;
 }
 
