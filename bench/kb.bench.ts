@@ -180,7 +180,7 @@ export function ingestionTexts(documents: number, seed = 11): string[] {
  */
 const INGESTION_ROUNDS = { quick: { rounds: 3, documents: 4 }, full: { rounds: 9, documents: 12 } };
 
-export async function ingestion(
+async function ingestion(
   server: BenchServer,
   quick: boolean,
 ): Promise<{ rows: (string | number)[][]; rate: number; baseline: number }> {
