@@ -358,8 +358,10 @@ const markSucceededLocked = `UPDATE "KbDocument" SET "status" = 'SUCCESS', "stat
  * locked first (a concurrent metadata update waits and then updates these chunks too), nothing
  * is visible before the commit, so a reader sees the old chunks or all the new ones, and any
  * failure (a statement, the chunker, an abort) rolls everything back and leaves the old chunks.
- * The document is marked done last, once its chunks are counted. Answers the document as it
- * committed it, or null, having changed nothing, when the document moved on.
+ * The old chunks and the stored upload are dropped while the first batch is cut, so that the
+ * document's mark, once its chunks are counted, is the one statement after the last INSERT.
+ * Answers the document as it committed it, or null, having changed nothing, when the document
+ * moved on.
  */
 async function swapInPipelined(db: Db, input: PipelinedSwapIn): Promise<KbDocumentRow | null> {
   const { documentId, projectId, revision } = input;
@@ -375,7 +377,13 @@ async function swapInPipelined(db: Db, input: PipelinedSwapIn): Promise<KbDocume
     let batch = [...input.first, ...take(input.rest, pipelinedInsertSize(0) - input.first.length)];
     const [current] = ((await inFlight) as { rows: { metadata: Record<string, unknown> }[] }).rows;
     if (!current) return null;
-    inFlight = sql.query('DELETE FROM "KbChunk" WHERE "documentId" = $1', [documentId]);
+    // The old chunks and the revision's stored upload go while the first batch is cut: nothing
+    // of either is visible before the commit, and a rollback keeps both. The connection runs
+    // them in order; both are awaited before the first INSERT.
+    inFlight = Promise.all([
+      sql.query('DELETE FROM "KbChunk" WHERE "documentId" = $1', [documentId]),
+      sql.query('DELETE FROM "KbDocumentSource" WHERE "documentId" = $1 AND "revision" = $2', [documentId, revision]),
+    ]);
     inFlight.catch(() => {});
     let position = 0;
     while (batch.length) {
@@ -393,10 +401,6 @@ async function swapInPipelined(db: Db, input: PipelinedSwapIn): Promise<KbDocume
     const [stored] = marked.rows;
     // The row is locked by this transaction: it cannot have moved on.
     if (!stored) throw new Error(`document ${documentId} changed under its row lock`);
-    await sql.query('DELETE FROM "KbDocumentSource" WHERE "documentId" = $1 AND "revision" = $2', [
-      documentId,
-      revision,
-    ]);
     return storedDocumentRow(stored);
   });
 }
