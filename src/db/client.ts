@@ -12,6 +12,7 @@ import { PrismaClient as SqliteClient } from '../generated/sqlite/client';
 import { migrationNames } from './migrate';
 import { providerOf, sqliteFilePath } from './schema-engine';
 import type { Provider } from './schema-source';
+import { startWalCheckpointer, type WalCheckpointer, walAutocheckpointBackstopPages } from './wal-checkpointer';
 
 /**
  * The Prisma client. Both providers are generated from the same models; the type is SQLite's,
@@ -228,12 +229,30 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
     base = new PostgresClient({ adapter }) as unknown as PrismaDb;
   }
   await base.$connect();
+  /** Checkpoints this SQLite file's WAL off the event loop (src/db/wal-checkpointer.ts). */
+  let checkpointer: WalCheckpointer | null = null;
   if (provider === 'sqlite') {
     // The adapter holds one connection, so these hold for every query made through this client.
-    await base.$queryRawUnsafe('PRAGMA journal_mode = WAL');
+    const [mode] = await base.$queryRawUnsafe<{ journal_mode: string }[]>('PRAGMA journal_mode = WAL');
     await base.$executeRawUnsafe('PRAGMA synchronous = NORMAL');
     await base.$executeRawUnsafe('PRAGMA foreign_keys = ON');
+    // Temporary tables, indices and statement journals in memory, not in files under /var/tmp:
+    // a multi-row statement inside a transaction (the record batch's) made a statement journal
+    // file, with a page write per page it changed, created and removed each time.
+    await base.$executeRawUnsafe('PRAGMA temp_store = MEMORY');
     await base.$queryRawUnsafe(`PRAGMA busy_timeout = ${Math.trunc(opts.busyTimeoutMs ?? 5000)}`);
+    const file = sqliteFilePath(url);
+    if (mode?.journal_mode === 'wal' && file !== ':memory:') {
+      try {
+        checkpointer = await startWalCheckpointer(file);
+        await base.$queryRawUnsafe(`PRAGMA wal_autocheckpoint = ${walAutocheckpointBackstopPages}`);
+      } catch (err) {
+        // SQLite's own checkpoints (on this thread, every 1,000 pages) go on as they did.
+        await checkpointer?.stop();
+        checkpointer = null;
+        process.emitWarning(`SQLite WAL checkpoints stay on the main thread: ${(err as Error).message}`);
+      }
+    }
   } else {
     const rows = await base.$queryRawUnsafe<unknown[]>("SELECT 1 FROM pg_extension WHERE extname = 'vector'");
     vectorSupport = rows.length > 0 ? 'pgvector' : 'postgresql';
@@ -315,6 +334,8 @@ export async function createDb(url: string, opts: CreateDbOptions = {}): Promise
       return migrationNames(provider).filter((name) => !applied.has(name));
     },
     async close() {
+      // The worker's connection first: this one, closing last, checkpoints the rest and removes the WAL.
+      await checkpointer?.stop();
       await base.$disconnect();
     },
   };

@@ -63,6 +63,8 @@ export function openSseStream(res: Response, framing: SseFraming, opts: { keepAl
   let disconnected = false;
   /** Whether the socket is corked until the current run of synchronous work and microtasks ends. */
   let corked = false;
+  /** The frames of the current pass, written to the response as one chunk when the pass ends. */
+  let pending = '';
 
   // A turn of in-memory steps produces its events within one pass of the microtask queue, and
   // each write of its own is a system call (a writev, with no delay on the socket). The first write
@@ -71,8 +73,17 @@ export function openSseStream(res: Response, framing: SseFraming, opts: { keepAl
   // callback would run before that callback's promise continuations). So every event of the pass
   // leaves in one write, and nothing waits longer than until the turn first waits on I/O or a timer
   // (a slow step). The headers are the first write: they leave with the first events when those
-  // come in the same pass, else alone.
+  // come in the same pass, else alone. The pass's frames are joined and handed to the response
+  // once, as one chunk of the chunked body (the bytes the client reads are the same): a
+  // `res.write` per frame made three buffered socket writes each (size line, frame, CRLF).
+  const flushPending = () => {
+    if (pending === '') return;
+    const text = pending;
+    pending = '';
+    if (!finished && !res.destroyed && !res.writableEnded) res.write(text);
+  };
   const uncork = () => {
+    flushPending();
     // Not when the response ended meanwhile: end() uncorked it, and a keep-alive socket may already
     // carry the next response, whose own cork this must not undo.
     if (!corked) return;
@@ -89,7 +100,7 @@ export function openSseStream(res: Response, framing: SseFraming, opts: { keepAl
   const write = (text: string) => {
     if (finished || res.destroyed || res.writableEnded) return;
     corkForThisPass();
-    res.write(text);
+    pending += text;
   };
 
   res.status(200);
@@ -127,7 +138,9 @@ export function openSseStream(res: Response, framing: SseFraming, opts: { keepAl
     close() {
       if (!ended) stream.send(framing.end);
       clearInterval(keepAlive);
-      // end() uncorks fully: what is corked leaves with the end of the chunked body, in one go.
+      // The pass's frames (the end among them) are still corked: end() uncorks fully, so they leave
+      // with the end of the chunked body, in one go.
+      flushPending();
       corked = false;
       if (!finished && !res.destroyed) res.end();
       finished = true;

@@ -110,6 +110,26 @@ describe('SSE socket writes', () => {
     expect(served.writes[1]).toMatch(/0\r\n\r\n$/);
   });
 
+  it('hands the events of one pass to the chunked body as one chunk', async () => {
+    served = await serve(runtimeV2Framing, async (stream) => {
+      stream.send({ event: 'trace', data: { type: 'text', payload: { message: 'one' } } });
+      stream.send({ event: 'trace', data: { type: 'text', payload: { message: 'two' } } });
+      await sleep(20);
+      stream.send({ event: 'trace', data: { type: 'text', payload: { message: 'three' } } });
+    });
+    const { pieces } = await read(served.url);
+    expect(pieces.map((p) => p.text).join('')).toContain('"message":"three"');
+    const first =
+      'event: trace\nid: 1\ndata: {"type":"text","payload":{"message":"one"}}\n\n' +
+      'event: trace\nid: 2\ndata: {"type":"text","payload":{"message":"two"}}\n\n';
+    const rest = 'event: trace\nid: 3\ndata: {"type":"text","payload":{"message":"three"}}\n\nevent: end\nid: 4\n\n';
+    const chunk = (text: string) => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+    expect(served.writes).toHaveLength(2);
+    // After the headers, one chunk per pass (not a chunk per event), then the body's last chunk.
+    expect(served.writes[0]?.slice(served.writes[0].indexOf('\r\n\r\n') + 4)).toBe(chunk(first));
+    expect(served.writes[1]).toBe(`${chunk(rest)}0\r\n\r\n`);
+  });
+
   it('gets an event sent before a wait to the client before the wait is over', async () => {
     let waitEnded = 0;
     served = await serve(runtimeV2Framing, async (stream) => {
