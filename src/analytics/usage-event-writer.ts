@@ -340,8 +340,10 @@ function writerSqlOf(provider: Provider): WriterSql {
   };
   return {
     insertEvents: events(''),
-    // Only events with a key can conflict (NULLs are distinct in a unique index on both engines).
-    insertKeyedEvents: events(`ON CONFLICT ("projectId", "idempotencyKey") DO NOTHING
+    // Only events with a key can conflict. The unique index holds only those (a partial index,
+    // prisma/migrations/*/20261125140000_usage_event_key_partial): the conflict target names its
+    // predicate, which both engines require to use a partial index as the arbiter.
+    insertKeyedEvents: events(`ON CONFLICT ("projectId", "idempotencyKey") WHERE "idempotencyKey" IS NOT NULL DO NOTHING
       RETURNING "id"`),
     // On SQLite per row without RETURNING: whether the row went in is the run's `changes` (rowEcho).
     insertHourUsers: {
