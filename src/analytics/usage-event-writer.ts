@@ -293,12 +293,14 @@ const eventDefaults: ReadonlyMap<string, '' | null> = new Map<string, '' | null>
  * and SQLite stores it: binding 10 or 11 values instead of 16 cut the events insert from about
  * 3.9 to 3.2 ms per batch of 1,000. A row whose left-out columns do not all hold their default (no
  * such row comes from `toEventRow`) gets `fullText` with every column, so what is stored is
- * always the row itself. Exported for its test.
+ * always the row itself. The statement returned for a kind is the same object each time, its values
+ * refilled (better-sqlite3 copies them when it binds): use it before asking for the next row of that
+ * kind. Exported for its test.
  */
 export function eventRowOf(head: string, tail: string, fullText: string): (values: unknown[]) => RowStatement {
   const names = eventColumns.map(([name]) => name);
   const kindIndex = names.indexOf('kind');
-  const plans = new Map<unknown, { text: string; kept: number[]; omitted: [number, '' | null][] }>();
+  const plans = new Map<unknown, { statement: RowStatement; kept: number[]; omitted: [number, '' | null][] }>();
   for (const [kind, own] of Object.entries(eventColumnsOfKind)) {
     const kept: number[] = [];
     const omitted: [number, '' | null][] = [];
@@ -309,16 +311,21 @@ export function eventRowOf(head: string, tail: string, fullText: string): (value
     });
     const columns = `${[...kept.map((i) => names[i]!), 'recordedAt'].map(quote).join(', ')}`;
     const text = `${head} (${columns}) VALUES (${Array.from({ length: kept.length + 1 }, () => '?').join(', ')}) ${tail}`;
-    plans.set(kind, { text: text.trimEnd(), kept, omitted });
+    plans.set(kind, { statement: { text: text.trimEnd(), values: new Array<unknown>(kept.length) }, kept, omitted });
   }
   return (values) => {
     const plan = plans.get(values[kindIndex]);
     if (plan === undefined) return { text: fullText, values };
-    for (const [i, fallback] of plan.omitted) if (values[i] !== fallback) return { text: fullText, values };
+    const omitted = plan.omitted;
+    for (let i = 0; i < omitted.length; i++) {
+      const [column, fallback] = omitted[i]!;
+      if (values[column] !== fallback) return { text: fullText, values };
+    }
+    // The kind's one statement and values array, refilled: no objects per row (see above).
     const kept = plan.kept;
-    const out = new Array<unknown>(kept.length);
+    const out = plan.statement.values;
     for (let i = 0; i < kept.length; i++) out[i] = values[kept[i]!];
-    return { text: plan.text, values: out };
+    return plan.statement;
   };
 }
 
@@ -340,8 +347,10 @@ function writerSqlOf(provider: Provider): WriterSql {
   };
   return {
     insertEvents: events(''),
-    // Only events with a key can conflict (NULLs are distinct in a unique index on both engines).
-    insertKeyedEvents: events(`ON CONFLICT ("projectId", "idempotencyKey") DO NOTHING
+    // Only events with a key can conflict. The unique index holds only those (a partial index,
+    // prisma/migrations/*/20261125140000_usage_event_key_partial): the conflict target names its
+    // predicate, which both engines require to use a partial index as the arbiter.
+    insertKeyedEvents: events(`ON CONFLICT ("projectId", "idempotencyKey") WHERE "idempotencyKey" IS NOT NULL DO NOTHING
       RETURNING "id"`),
     // On SQLite per row without RETURNING: whether the row went in is the run's `changes` (rowEcho).
     insertHourUsers: {

@@ -98,6 +98,26 @@ function runScriptsWhole(adapter: SqlDriverAdapter, pool: pg.Pool): SqlDriverAda
   return adapter;
 }
 
+/**
+ * The schema engine reads a SQLite partial index's predicate with
+ * `SELECT sql FROM sqlite_master WHERE type = 'index' AND name = "<name>"`: the name in double
+ * quotes, which SQLite takes for a string only when double-quoted strings are allowed, and
+ * better-sqlite3 builds SQLite without them, so describing a database with a partial index (the
+ * usage events' idempotency key, prisma/migrations/sqlite) failed. The name is written as the
+ * string literal it means. Only the schema engine's connections use this.
+ */
+function quotePartialIndexNames(adapter: SqlDriverAdapter): SqlDriverAdapter {
+  const queryRaw = adapter.queryRaw.bind(adapter);
+  const described = /^(SELECT sql FROM sqlite_master WHERE type = 'index' AND name = )"((?:[^"]|"")*)"(;?)$/;
+  adapter.queryRaw = (query) => {
+    const match = described.exec(query.sql);
+    if (!match) return queryRaw(query);
+    const name = match[2]!.replaceAll('""', '"').replaceAll("'", "''");
+    return queryRaw({ ...query, sql: `${match[1]}'${name}'${match[3]}` });
+  };
+  return adapter;
+}
+
 function adapterFactory(url: string): { factory: SqlMigrationAwareDriverAdapterFactory; pool?: pg.Pool } {
   if (providerOf(url) === 'postgresql') {
     const pool = new pg.Pool({ connectionString: url, Client: CatalogCharAsTextClient, max: 2 });
@@ -131,7 +151,7 @@ export async function openSchemaEngine(
     connect: async () => {
       const adapter = await inner.connect();
       opened.push(adapter);
-      return pool ? runScriptsWhole(adapter, pool) : adapter;
+      return pool ? runScriptsWhole(adapter, pool) : quotePartialIndexNames(adapter);
     },
     connectToShadowDb: async () => {
       const adapter = await inner.connectToShadowDb();

@@ -248,6 +248,55 @@ describeEachDatabase('usage event writer', (provider) => {
     expect(await count(q.projectID)).toEqual({ events: 0, rollups: 0, totals: 0, users: 0 });
   });
 
+  it('indexes only the events that have an idempotency key, and a key still stores its event once per project on both paths', async () => {
+    const db = t.app.services.db;
+    // The unique index is partial (prisma/migrations/*/20261125140000_usage_event_key_partial):
+    // events without a key, most of them, put nothing in it.
+    const definition =
+      provider === 'sqlite'
+        ? (
+            await db.prisma.$queryRawUnsafe<{ sql: string }[]>(
+              `SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'UsageEvent_projectId_idempotencyKey_key'`,
+            )
+          )[0]?.sql
+        : (
+            await db.prisma.$queryRawUnsafe<{ indexdef: string }[]>(
+              `SELECT indexdef FROM pg_indexes WHERE indexname = 'UsageEvent_projectId_idempotencyKey_key'`,
+            )
+          )[0]?.indexdef;
+    expect(definition).toMatch(
+      /^CREATE UNIQUE INDEX .*\("projectId", "idempotencyKey"\) WHERE \(?"idempotencyKey" IS NOT NULL\)?$/,
+    );
+
+    const q = await t.app.createProject();
+    const r = await t.app.createProject();
+    const eventsOf = (project: TestProject, key: string | null): UsageEvent[] =>
+      Array.from({ length: 3 }, (_, i) => ({
+        projectId: project.projectID,
+        environmentId: environmentIds(project).prod,
+        kind: 'interaction',
+        type: 'text',
+        userId: `u${i}`,
+        idempotencyKey: key === null ? null : `${key}:${i}`,
+      }));
+    const viaDriver = (events: UsageEvent[]) => recordUsageEvents({ db }, events);
+    const viaPrisma = (events: UsageEvent[]) =>
+      db.prisma.$transaction((tx) => writeUsageEvents(tx, events, { provider }));
+    for (const write of [viaDriver, viaPrisma]) {
+      const key = write === viaDriver ? 'd' : 'p';
+      expect(await write(eventsOf(q, key))).toMatchObject({ recorded: 3, duplicates: 0 });
+      // Replayed: nothing added, on either path.
+      expect(await write(eventsOf(q, key))).toMatchObject({ recorded: 0, duplicates: 3, counters: [] });
+      // The same keys in another project are other events.
+      expect(await write(eventsOf(r, key))).toMatchObject({ recorded: 3, duplicates: 0 });
+      // Events without a key never conflict.
+      expect(await write(eventsOf(q, null))).toMatchObject({ recorded: 3, duplicates: 0 });
+      expect(await write(eventsOf(q, null))).toMatchObject({ recorded: 3, duplicates: 0 });
+    }
+    expect((await count(q.projectID)).events).toBe(18);
+    expect((await count(r.projectID)).events).toBe(6);
+  });
+
   it('refuses malformed events from internal callers, naming each problem', async () => {
     const env = environmentIds(p).prod;
     const bad = [
