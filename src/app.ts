@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { requestIdFrom } from './graphql/context';
 import { createGraphQLJsonHandler, fastPathBlockers, isPlainJsonOperation } from './graphql/json-fast-path';
@@ -51,17 +52,10 @@ export function buildApp(services: AppServices): ParleyApp {
 
   // A JSON operation on POST /graphql runs the middleware every request passes through (below:
   // the edge's, the request ID) and then the GraphQL handler, in that order, without the router
-  // matching it against every other layer first (see `graphqlJsonChain`).
+  // (see `answerBeforeRouter`).
   const blocker = fastPathBlockers(yoga, { graphiql: config.GRAPHIQL });
   if (blocker) logger.warn({ reason: blocker }, 'GraphQL JSON fast path off');
   let graphqlJsonChain: RequestHandler[] = [];
-  app.use((req: Request, res: Response, next: NextFunction) => {
-    if (blocker || !isPlainJsonOperation(req, yoga.graphqlEndpoint)) {
-      next();
-      return;
-    }
-    runChain(graphqlJsonChain, req, res, next);
-  });
 
   // Spans, metrics, CORS, security headers and GET /metrics (docs/operations.md).
   const edge = useEdgeMiddleware(app, services, { graphqlEndpoint: yoga.graphqlEndpoint, routes });
@@ -136,15 +130,19 @@ export function buildApp(services: AppServices): ParleyApp {
   // Its body, when its length is declared and within the limit, is read without body-parser.
   const serveJson = createGraphQLJsonHandler(yoga, (req: Request, res: Response) => yoga(req, res));
   const graphqlJson = (req: Request, res: Response, next: NextFunction) => {
-    const served = (err: Error | null, body?: Buffer) => {
-      if (err) {
-        next(err);
-        return;
-      }
-      req.body = body;
-      void serveJson(req, res, body as Buffer, next);
-    };
-    if (readDeclaredBody(req, config.BODY_LIMIT_BYTES, served)) return;
+    // The callback is an anonymous argument: as a named constant, tsx (esbuild's kept names)
+    // would name it with Object.defineProperty on every request.
+    if (
+      readDeclaredBody(req, config.BODY_LIMIT_BYTES, (err, body) => {
+        if (err) {
+          next(err);
+          return;
+        }
+        req.body = body;
+        void serveJson(req, res, body as Buffer, next);
+      })
+    )
+      return;
     readGraphQLBody(req, res, (err?: unknown) => {
       if (err) {
         next(err);
@@ -194,7 +192,7 @@ export function buildApp(services: AppServices): ParleyApp {
     sendError(res, 404, 'NOT_FOUND', `No route for ${req.method} ${req.path}`);
   });
 
-  app.use((err: BodyParserError, req: Request, res: Response, _next: NextFunction) => {
+  const handleError = (err: BodyParserError, req: Request, res: Response, _next: NextFunction) => {
     switch (err.type) {
       case 'entity.too.large':
         sendError(
@@ -219,7 +217,10 @@ export function buildApp(services: AppServices): ParleyApp {
     sendError(res, 500, 'INTERNAL_ERROR', `Unexpected error. Quote request ID ${requestId} when reporting it.`, {
       requestId,
     });
-  });
+  };
+  app.use(handleError);
+
+  if (!blocker) answerBeforeRouter(app, yoga.graphqlEndpoint, () => graphqlJsonChain, handleError, logger);
 
   return {
     app,
@@ -230,29 +231,92 @@ export function buildApp(services: AppServices): ParleyApp {
   };
 }
 
+/** The part of Express's application object `answerBeforeRouter` replaces (not in its types). */
+interface ExpressHandle {
+  handle(req: IncomingMessage, res: ServerResponse, callback?: (err?: unknown) => void): void;
+  enabled(setting: string): boolean;
+  request: object;
+  response: object;
+}
+
+/**
+ * Answers the GraphQL fast path's requests (`isPlainJsonOperation`) in `app.handle`, before
+ * Express's router. For every request Express sets up the request and response objects (their
+ * prototypes, the circular references, `res.locals`, `X-Powered-By` when enabled), then the router
+ * matches the path against each layer, making its restore closures and parsing the URL for each;
+ * for this request the only layer that would act is `chain` (the edge's middleware, the request
+ * ID, the GraphQL handler). Here the request gets what Express and the router give it before
+ * their first layer, then `chain` runs; an error goes to the application's error handler, where
+ * the router would send it (no layer between is an error handler). Every other request, and a
+ * request handed over with a callback (a mounted sub-app), is Express's.
+ */
+function answerBeforeRouter(
+  app: express.Express,
+  endpoint: string,
+  chain: () => readonly RequestHandler[],
+  handleError: (err: BodyParserError, req: Request, res: Response, next: NextFunction) => void,
+  logger: AppServices['logger'],
+): void {
+  const expressApp = app as unknown as ExpressHandle;
+  const expressHandle = expressApp.handle;
+  expressApp.handle = function handle(this: ExpressHandle, rawReq, rawRes, callback) {
+    if (callback || rawReq.method !== 'POST') {
+      expressHandle.call(this, rawReq, rawRes, callback);
+      return;
+    }
+    const req = rawReq as Request;
+    const res = rawRes as Response;
+    req.res = res;
+    res.req = req;
+    Object.setPrototypeOf(req, this.request);
+    Object.setPrototypeOf(res, this.response);
+    if (!isPlainJsonOperation(req, endpoint)) {
+      expressHandle.call(this, rawReq, rawRes, callback);
+      return;
+    }
+    if (!res.locals) res.locals = Object.create(null);
+    if (this.enabled('x-powered-by')) res.setHeader('X-Powered-By', 'Express');
+    // What the router sets before its first layer, which a handler may read (Yoga's fallback reads `originalUrl`).
+    req.baseUrl = '';
+    req.originalUrl = req.originalUrl || req.url;
+    req.params = {};
+    runChain(chain(), req, res, (err?: unknown) => {
+      try {
+        handleError(err as BodyParserError, req, res, () => {});
+      } catch (thrown) {
+        // Express's final handler: the response is already under way, so the connection is cut.
+        logger.error({ err: thrown }, 'unhandled error while answering an error');
+        req.socket.destroy();
+      }
+    });
+  };
+}
+
 /**
  * Runs `handlers` one after the other as the router would run them for a request they all match:
  * each calls `next()` to go on; an error (passed to `next`, thrown, or a rejected promise) goes to
- * `done`, the router's own `next`, which skips to the error handlers. The last handler answers.
+ * `done` (the application's error handler). The last handler answers.
  */
 function runChain(handlers: readonly RequestHandler[], req: Request, res: Response, done: NextFunction): void {
-  let index = 0;
-  const next = (err?: unknown) => {
+  // `next` is a member, not a named constant: tsx (esbuild's kept names) would name a constant's
+  // function with Object.defineProperty on every request.
+  const run = { index: 0, next: done };
+  run.next = (err?: unknown) => {
     if (err) {
       done(err);
       return;
     }
-    const handler = handlers[index++];
+    const handler = handlers[run.index++];
     if (!handler) {
       done(new Error('the GraphQL JSON chain ended without an answer'));
       return;
     }
     try {
-      const returned = handler(req, res, next) as unknown;
+      const returned = handler(req, res, run.next) as unknown;
       if (returned instanceof Promise) returned.catch(done);
     } catch (thrown) {
       done(thrown);
     }
   };
-  next();
+  run.next();
 }

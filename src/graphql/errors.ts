@@ -64,8 +64,12 @@ export function useErrorShaping(): Plugin<Context> {
   return {
     onExecute({ args }) {
       const ctx = args.contextValue as Context;
+      // A method, not an arrow in a property: tsx (esbuild's kept names) would name the arrow with
+      // Object.defineProperty on every operation.
       return {
-        onExecuteDone: (payload) => handleStreamOrSingleExecutionResult(payload, shapeResults(ctx)),
+        onExecuteDone(payload) {
+          return handleStreamOrSingleExecutionResult(payload, shapeResults(ctx));
+        },
       };
     },
     onSubscribe({ args }) {

@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import type { ExecutionResult } from 'graphql';
+import { processRegularResult } from 'graphql-yoga';
 import type { ParleyYoga } from './yoga';
 
 /**
@@ -21,6 +22,11 @@ import type { ParleyYoga } from './yoga';
  *    and masking) and every `onExecutionResult` hook;
  * 3. `processResult`: every `onResultProcess` hook (the result processor that fits `Accept`, the
  *    HTTP status and headers of errors), whose Fetch `Response` is then written to the socket.
+ *    When the processor chosen is Yoga's regular JSON one and the result has neither errors nor
+ *    `extensions.http` (every successful operation), what it would answer is fixed: status 200,
+ *    `Content-Type: <media type>; charset=utf-8`, the result as JSON. That answer is written
+ *    directly, with the same status, headers and body bytes, without a Fetch `Response`, its
+ *    `Headers` and the promise that reads its body back (`writeSuccess`).
  *
  * What it leaves out is what does nothing for such a request: the server adapter's `onRequest`
  * hooks answer other paths or methods (Yoga's health check and GraphiQL, its unhandled-route
@@ -168,6 +174,29 @@ class NodeRequestView {
   }
 }
 
+/**
+ * A successful result of Yoga's regular JSON processor, to be written without a Fetch `Response`:
+ * the JSON text and the media type the processor was chosen for.
+ */
+interface DirectJson {
+  direct: true;
+  body: string;
+  mediaType: string;
+}
+
+/**
+ * Whether `processRegularResult` would answer `result` with status 200 and only its
+ * `Content-Type`, the result's own JSON as the body: no errors (the only source of another status
+ * or of headers, besides `extensions.http`) and no `extensions.http` (which Yoga strips from the
+ * body and turns into a status and headers). Async iterables and batches are answered otherwise.
+ */
+function isPlainSuccess(result: unknown): result is ExecutionResult & { stringify?: (value: unknown) => string } {
+  if (typeof result !== 'object' || result === null || Array.isArray(result)) return false;
+  if (Symbol.asyncIterator in result) return false;
+  const { errors, extensions } = result as ExecutionResult;
+  return !errors?.length && !(extensions as { http?: unknown } | undefined)?.http;
+}
+
 /** Yoga's `processResult` (graphql-yoga/src/process-request.ts), which its package does not export. */
 async function processResult(
   yoga: ParleyYoga,
@@ -175,7 +204,7 @@ async function processResult(
   request: globalThis.Request,
   initial: unknown,
   serverContext: Record<string, unknown>,
-): Promise<globalThis.Response> {
+): Promise<globalThis.Response | DirectJson> {
   let result = initial;
   let resultProcessor: ResultProcessor | undefined;
   const acceptableMediaTypes: string[] = [];
@@ -203,7 +232,26 @@ async function processResult(
       headers: { accept: acceptableMediaTypes.join('; charset=utf-8, ') },
     });
   }
+  if ((resultProcessor as unknown) === processRegularResult && isPlainSuccess(result)) {
+    // What `jsonStringifyResultWithoutInternals` does for a result without errors or `extensions.http`.
+    const stringify = result.stringify ?? JSON.stringify;
+    return { direct: true, body: stringify(result), mediaType: acceptedMediaType };
+  }
   return resultProcessor(result, yoga.fetchAPI, acceptedMediaType);
+}
+
+/**
+ * Writes what `send` writes for the `Response` of `processRegularResult` on a plain success: its
+ * status (200, reason "OK", Node's default), its two headers with the names it gives them
+ * (`Content-Type` as the processor spells it, `content-length` as the fetch ponyfill adds it),
+ * then the body in the same single write.
+ */
+function writeSuccess(answer: DirectJson, res: Response): void {
+  if (res.writableEnded || res.destroyed) return;
+  res.statusCode = 200;
+  res.setHeader('Content-Type', `${answer.mediaType}; charset=utf-8`);
+  res.setHeader('content-length', Buffer.byteLength(answer.body));
+  res.end(answer.body);
 }
 
 /**
@@ -251,7 +299,7 @@ export function createGraphQLJsonHandler(
     // operation starts, which is how a failure is known to have come before it.
     const serverContext: Record<string, unknown> = { req, res, waitUntil };
     const request = new NodeRequestView(req, res, body, HeadersClass) as unknown as globalThis.Request;
-    let response: globalThis.Response;
+    let response: globalThis.Response | DirectJson;
     try {
       const parsed = await parseRequest(request, serverContext as never);
       if (parsed.response) {
@@ -282,7 +330,8 @@ export function createGraphQLJsonHandler(
       return;
     }
     try {
-      await send(response, res);
+      if ('direct' in response) writeSuccess(response, res);
+      else await send(response, res);
     } catch (err) {
       onError(err);
     }

@@ -90,22 +90,25 @@ function helmetHeaders(): { set: [string, string | number | readonly string[]][]
   return { set, removed };
 }
 
+function isEventStreamType(value: unknown): boolean {
+  return typeof value === 'string' && value.toLowerCase().startsWith('text/event-stream');
+}
+
 /** Whether a writeHead call (or the headers set before it) makes this response an event stream. */
 function isEventStream(res: Response, args: unknown[]): boolean {
-  const contentType = (value: unknown) =>
-    typeof value === 'string' && value.toLowerCase().startsWith('text/event-stream');
-  if (contentType(res.getHeader('content-type'))) return true;
+  if (isEventStreamType(res.getHeader('content-type'))) return true;
   for (const arg of args) {
     if (Array.isArray(arg)) {
       for (let i = 0; i < arg.length; i++) {
         const item = arg[i] as unknown;
-        if (Array.isArray(item) && String(item[0]).toLowerCase() === 'content-type' && contentType(item[1]))
+        if (Array.isArray(item) && String(item[0]).toLowerCase() === 'content-type' && isEventStreamType(item[1]))
           return true;
-        if (typeof item === 'string' && item.toLowerCase() === 'content-type' && contentType(arg[i + 1])) return true;
+        if (typeof item === 'string' && item.toLowerCase() === 'content-type' && isEventStreamType(arg[i + 1]))
+          return true;
       }
     } else if (arg && typeof arg === 'object') {
       for (const [name, value] of Object.entries(arg)) {
-        if (name.toLowerCase() === 'content-type' && contentType(value)) return true;
+        if (name.toLowerCase() === 'content-type' && isEventStreamType(value)) return true;
       }
     }
   }
@@ -144,29 +147,29 @@ export function requestObservability(opts: RequestObservabilityOptions) {
           parent,
         )
       : undefined;
+    // The functions made per request are anonymous (an argument or a member, not a named
+    // constant): Parley runs through tsx, whose esbuild transform keeps names, and it would name
+    // each one with Object.defineProperty on every request.
     const writeHead = res.writeHead as (...args: unknown[]) => Response;
-    res.writeHead = function patchedWriteHead(this: Response, ...args: unknown[]) {
+    res.writeHead = function (this: Response, ...args: unknown[]) {
       const result = writeHead.apply(this, args);
       if (isEventStream(res, args)) opts.streams.add(opts.isGraphQL(req.path) ? 'graphql' : 'rest', res);
       return result;
     } as Response['writeHead'];
-    let done = false;
-    const finish = () => {
-      if (done) return;
-      done = true;
-      const route = opts.routeOf(req);
-      const status = res.headersSent ? res.statusCode : 499;
-      const labels = { method: req.method, route, status: String(status) };
-      opts.metrics?.httpRequests.inc(labels);
-      opts.metrics?.httpDuration.observe(labels, (performance.now() - started) / 1000);
-      if (!span) return;
-      span.updateName(`${req.method} ${route}`);
-      span.setAttributes({ 'http.route': route, 'http.response.status_code': status });
-      if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-      span.end();
-    };
     // A response emits 'close' once it is done, finished or not (after 'finish' when it finished).
-    if (opts.metrics || span) res.once('close', finish);
+    if (opts.metrics || span)
+      res.once('close', () => {
+        const route = opts.routeOf(req);
+        const status = res.headersSent ? res.statusCode : 499;
+        const labels = { method: req.method, route, status: String(status) };
+        opts.metrics?.httpRequests.inc(labels);
+        opts.metrics?.httpDuration.observe(labels, (performance.now() - started) / 1000);
+        if (!span) return;
+        span.updateName(`${req.method} ${route}`);
+        span.setAttributes({ 'http.route': route, 'http.response.status_code': status });
+        if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        span.end();
+      });
     // Without tracing there is no span to make current: no context switch for every request.
     if (span && parent) otelContext.with(trace.setSpan(parent, span), next);
     else next();

@@ -22,39 +22,61 @@ export function readDeclaredBody(
   if (encoding && encoding.toLowerCase() !== 'identity') return false;
   const length = Number(declared);
   if (!Number.isSafeInteger(length) || length <= 0 || length > limit) return false;
-  const chunks: Buffer[] = [];
-  let received = 0;
-  let settled = false;
-  const settle = (err: Error | null, body?: Buffer) => {
-    if (settled) return;
-    settled = true;
-    req.removeListener('data', onData);
-    req.removeListener('end', onEnd);
-    req.removeListener('aborted', onAborted);
-    req.removeListener('error', onError);
-    done(err, body);
-  };
-  const onData = (chunk: Buffer) => {
-    received += chunk.length;
-    chunks.push(chunk);
-  };
-  const onEnd = () => {
-    if (received !== length) {
-      settle(bodyError('request size did not match content length', 'request.size.invalid', 400));
-      return;
-    }
-    settle(null, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received));
-  };
-  const onAborted = () => settle(bodyError('request aborted', 'request.aborted', 400));
-  const onError = (err: Error) =>
-    settle(
-      (err as { code?: string }).code === 'ECONNRESET' ? bodyError('request aborted', 'request.aborted', 400) : err,
-    );
-  req.on('data', onData);
-  req.on('end', onEnd);
-  req.on('aborted', onAborted);
-  req.on('error', onError);
+  new DeclaredBodyReader(req, length, done);
   return true;
+}
+
+/**
+ * The listeners of one `readDeclaredBody`. They are members assigned in the constructor, not named
+ * constants: Parley runs through tsx, whose esbuild transform keeps names, and would name each
+ * listener with Object.defineProperty on every request.
+ */
+class DeclaredBodyReader {
+  private readonly chunks: Buffer[] = [];
+  private received = 0;
+  private settled = false;
+  private readonly onData: (chunk: Buffer) => void;
+  private readonly onEnd: () => void;
+  private readonly onAborted: () => void;
+  private readonly onError: (err: Error) => void;
+
+  constructor(
+    private readonly req: Request,
+    length: number,
+    private readonly done: (err: Error | null, body?: Buffer) => void,
+  ) {
+    this.onData = (chunk) => {
+      this.received += chunk.length;
+      this.chunks.push(chunk);
+    };
+    this.onEnd = () => {
+      if (this.received !== length) {
+        this.settle(bodyError('request size did not match content length', 'request.size.invalid', 400));
+        return;
+      }
+      this.settle(null, this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, this.received));
+    };
+    this.onAborted = () => this.settle(bodyError('request aborted', 'request.aborted', 400));
+    this.onError = (err) =>
+      this.settle(
+        (err as { code?: string }).code === 'ECONNRESET' ? bodyError('request aborted', 'request.aborted', 400) : err,
+      );
+    req.on('data', this.onData);
+    req.on('end', this.onEnd);
+    req.on('aborted', this.onAborted);
+    req.on('error', this.onError);
+  }
+
+  private settle(err: Error | null, body?: Buffer): void {
+    if (this.settled) return;
+    this.settled = true;
+    const req = this.req;
+    req.removeListener('data', this.onData);
+    req.removeListener('end', this.onEnd);
+    req.removeListener('aborted', this.onAborted);
+    req.removeListener('error', this.onError);
+    this.done(err, body);
+  }
 }
 
 function bodyError(message: string, type: string, status: number): Error {

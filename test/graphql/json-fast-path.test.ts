@@ -1,6 +1,7 @@
 import { request as httpRequest, type Server } from 'node:http';
+import { connect } from 'node:net';
 import express from 'express';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { createGraphQLJsonHandler, fastPathBlockers, isPlainJsonOperation } from '../../src/graphql/json-fast-path';
 import { operationHash } from '../../src/graphql/plugins/protection';
 import { routes } from '../../src/rest/routes';
@@ -71,13 +72,42 @@ function useTwoServers(holder: { app: TestApp }) {
     await Promise.all(state.servers.map((s) => new Promise((resolve) => s.close(resolve))));
   });
   /** Sends one request to both; returns both answers and whether the fast server fell back to Yoga. */
-  return async (headers: Record<string, string>, body: string) => {
+  const both = async (headers: Record<string, string>, body: string) => {
     const before = state.fallbacks;
     const viaFast = await send(state.fastUrl, { headers, body });
     const fellBack = state.fallbacks > before;
     const viaYoga = await send(state.yogaUrl, { headers, body });
     return { viaFast, viaYoga, fellBack };
   };
+  return Object.assign(both, { state });
+}
+
+/**
+ * The bytes of the answer to a POST /graphql sent on a socket of its own, as they arrive, but for
+ * the `Date` line (the one header whose value depends on when it is answered).
+ */
+function rawAnswer(url: string, headers: Record<string, string>, body: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  const head = [
+    'POST /graphql HTTP/1.1',
+    `Host: ${hostname}:${port}`,
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close',
+  ].join('\r\n');
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = connect(Number(port), hostname, () => socket.write(`${head}\r\n\r\n${body}`));
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () =>
+      resolve(
+        Buffer.concat(chunks)
+          .toString('latin1')
+          .replace(/\r\nDate: [^\r]*/i, ''),
+      ),
+    );
+  });
 }
 
 const viewer = '{ viewer { kind projectID } }';
@@ -190,6 +220,48 @@ describeEachDatabase('POST /graphql JSON fast path', (provider) => {
     expect(viaFast.status).toBe(200);
     expect(viaFast.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(viaFast.body).toEqual({ data: { viewer: { kind: 'key', projectID: expect.any(String) } } });
+  });
+
+  it('writes a successful result itself, without a Fetch Response, in the bytes Yoga writes', async () => {
+    const yoga = t.app.running.parley.yoga;
+    const fetchAPI = yoga.fetchAPI as { Response: typeof Response };
+    const FetchResponse = fetchAPI.Response;
+    let made = 0;
+    const Counting = class extends FetchResponse {
+      constructor(...args: ConstructorParameters<typeof Response>) {
+        super(...args);
+        made++;
+      }
+    };
+    const successes: { headers: Record<string, string>; body: string }[] = [
+      { headers: {}, body: json({ query: viewer }) },
+      { headers: { Accept: 'application/graphql-response+json' }, body: json({ query: viewer }) },
+      { headers: { Accept: 'application/json' }, body: json({ query: '{ viewer { kind } }', variables: {} }) },
+    ];
+    for (const c of successes) {
+      const headers = { 'Content-Type': 'application/json', Authorization: key, ...c.headers };
+      fetchAPI.Response = Counting;
+      let viaFast: string;
+      try {
+        viaFast = await rawAnswer(both.state.fastUrl, headers, c.body);
+      } finally {
+        fetchAPI.Response = FetchResponse;
+      }
+      expect(made, c.body).toBe(0);
+      expect(viaFast).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+      expect(viaFast).toBe(await rawAnswer(both.state.yogaUrl, headers, c.body));
+    }
+    // A result with errors is still answered through the result processor's Response, as Yoga answers it.
+    const failing = { 'Content-Type': 'application/json', Authorization: key };
+    fetchAPI.Response = Counting;
+    let viaFast: string;
+    try {
+      viaFast = await rawAnswer(both.state.fastUrl, failing, json({ query: '{ nope }' }));
+    } finally {
+      fetchAPI.Response = FetchResponse;
+    }
+    expect(made).toBeGreaterThan(0);
+    expect(viaFast).toBe(await rawAnswer(both.state.yogaUrl, failing, json({ query: '{ nope }' })));
   });
 
   it('takes only POSTs of JSON to the endpoint itself, without a stream in Accept or a compressed body', () => {
@@ -398,6 +470,33 @@ describeEachDatabase('POST /graphql JSON bodies through the whole application', 
     expect(await counted('200')).toBe(before + 2);
   });
 
+  it("answers before Express's router, and leaves every other request to it", async () => {
+    const router = (t.app.running.parley.app as unknown as { router: { handle: (...args: unknown[]) => unknown } })
+      .router;
+    const handle = vi.spyOn(router, 'handle');
+    try {
+      const res = await rawPost(
+        t.app.url,
+        { authorization: key, 'x-request-id': 'before-router' },
+        json({ query: viewer }),
+        'declared',
+      );
+      expect(res!.status).toBe(200);
+      expect(res!.headers['x-request-id']).toBe('before-router');
+      expect(res!.headers['content-security-policy']).toMatch(/default-src 'none'/);
+      expect(handle).not.toHaveBeenCalled();
+      // Not the fast path's: a GET, another media type, another path.
+      expect((await t.app.http('GET', '/healthz')).status).toBe(200);
+      const text = await rawPost(t.app.url, { authorization: key, 'content-type': 'text/plain' }, 'x', 'declared');
+      expect(text!.status).toBe(415);
+      expect((await t.app.http('POST', '/v1/nope')).status).toBe(404);
+      expect(handle).toHaveBeenCalledTimes(3);
+    } finally {
+      handle.mockRestore();
+    }
+  });
+
+  // Also the fast path's error route: the 413 is body-parser's error, handed to the application's error handler.
   it('answers a body over the limit with 413, declared or chunked, and a body of exactly the limit', async () => {
     const over = json({ query: viewer, variables: { pad: 'x'.repeat(4096) } });
     for (const mode of ['declared', 'chunked'] as const) {

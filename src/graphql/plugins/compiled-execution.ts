@@ -103,18 +103,30 @@ export function useCompiledExecution(logger: Logger): Plugin<Context> {
       if (!query) return;
       const replaced = executeFn;
       setExecuteFn((execArgs) => {
-        const finish = (result: ExecutionResult) => {
-          // graphql-jit answers without `data` only when it refused the variables, before any resolver ran.
-          if (!('data' in result)) return replaced(execArgs);
-          if (!result.errors?.length) return result;
-          // The members in the order the replaced executor gives them.
-          return { errors: asGraphQLJsErrors(result.errors, execArgs, operation), data: result.data };
-        };
         const result = query.query(execArgs.rootValue, execArgs.contextValue, execArgs.variableValues);
-        return isPromiseLike(result) ? result.then(finish) : finish(result);
+        return isPromiseLike(result)
+          ? result.then((settled) => finishCompiled(settled, replaced, execArgs, operation))
+          : finishCompiled(result, replaced, execArgs, operation);
       });
     },
   };
+}
+
+/**
+ * graphql-jit's result as graphql-js would give it. A function of the module, not a constant made
+ * per operation: tsx (esbuild's kept names) names such a constant with Object.defineProperty each time.
+ */
+function finishCompiled(
+  result: ExecutionResult,
+  replaced: (args: ExecutionArgs) => unknown,
+  execArgs: ExecutionArgs,
+  operation: OperationDefinitionNode,
+): unknown {
+  // graphql-jit answers without `data` only when it refused the variables, before any resolver ran.
+  if (!('data' in result)) return replaced(execArgs);
+  if (!result.errors?.length) return result;
+  // The members in the order the replaced executor gives them.
+  return { errors: asGraphQLJsErrors(result.errors, execArgs, operation), data: result.data };
 }
 
 function isOneField(selectionSet: SelectionSetNode): boolean {
