@@ -284,9 +284,11 @@ function answerBeforeRouter(
       try {
         handleError(err as BodyParserError, req, res, () => {});
       } catch (thrown) {
-        // Express's final handler: the response is already under way, so the connection is cut.
+        // What Express's final handler would do: a 500 when nothing was sent yet, otherwise the
+        // response is already under way and the connection is cut.
         logger.error({ err: thrown }, 'unhandled error while answering an error');
-        req.socket.destroy();
+        if (!res.headersSent) sendError(res, 500, 'INTERNAL_ERROR', 'Unexpected error.');
+        else req.socket.destroy();
       }
     });
   };
