@@ -450,7 +450,25 @@ export async function countTranscripts(db: RowReader, where: SqlWhere): Promise<
 
 // ── Which selections a page answers ─────────────────────────────────────────────────────────────
 
-const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+/**
+ * Whether `a` is `b`, a JSON value of arrays, objects and scalars, member for member in the same
+ * order (what comparing their JSON texts said, without printing both on every request). A member
+ * whose value is undefined counts here, where JSON drops it: such an ordering goes to Prisma.
+ */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ak = Object.keys(a);
+  const bk = Object.keys(b);
+  if (ak.length !== bk.length) return false;
+  for (let i = 0; i < ak.length; i++) {
+    const key = ak[i] as string;
+    if (key !== bk[i]) return false;
+    if (!sameJson((a as Raw)[key], (b as Raw)[key])) return false;
+  }
+  return true;
+}
 const valuesOrder = [{ property: { createdAt: 'asc' } }, { propertyId: 'asc' }];
 const resultsOrder = [{ evaluation: { createdAt: 'asc' } }, { evaluationId: 'asc' }];
 

@@ -261,5 +261,16 @@ describeEachDatabase('transcript search in SQL', (provider) => {
       }),
     ).toBeNull();
     expect(pageRelationsOf({ take: 5, include: { propertyValues: { orderBy: [{ propertyId: 'desc' }] } } })).toBeNull();
+    // The field's own ordering, in fresh objects, is a page's; the same members in another order are not.
+    const valuesOrder = [{ property: { createdAt: 'asc' } }, { propertyId: 'asc' }];
+    expect(pageRelationsOf({ take: 5, include: { propertyValues: { orderBy: valuesOrder } } })).toMatchObject({
+      propertyValues: true,
+    });
+    expect(
+      pageRelationsOf({ take: 5, include: { propertyValues: { orderBy: [...valuesOrder].reverse() } } }),
+    ).toBeNull();
+    expect(
+      pageRelationsOf({ take: 5, include: { propertyValues: { orderBy: [{ property: { createdAt: 'desc' } }] } } }),
+    ).toBeNull();
   });
 });
