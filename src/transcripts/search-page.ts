@@ -381,6 +381,21 @@ function resultRow(r: unknown[]): Raw {
 }
 
 /**
+ * The rows `loadTranscriptPage` built, for `isPageRow`. Weak, so the rows go with their request.
+ */
+const pageRows = new WeakSet<object>();
+
+/**
+ * Whether `row` is a row of a page this module loaded: its `propertyValues` and
+ * `evaluationResults`, when present, are the whole relation in the order of the GraphQL fields
+ * `properties` / `evaluations` (loaded only for a selection `pageRelationsOf` accepted, whose
+ * nested selections the rows carry whole), so those fields can answer them as they stand.
+ */
+export function isPageRow(row: unknown): boolean {
+  return typeof row === 'object' && row !== null && pageRows.has(row);
+}
+
+/**
  * A row of the page statement in Prisma's shape (transcriptColumns, then the relations; the
  * search-sql test compares the rows with Prisma's). Built as object literals, one shape per
  * model: converting the driver's and JSON.parse's objects in place (a string member becoming a
@@ -409,6 +424,7 @@ function transcriptRow(raw: Raw): PageRow {
   };
   if ('propertyValues' in raw) row.propertyValues = (parsed(raw.propertyValues) as unknown[][]).map(valueRow);
   if ('evaluationResults' in raw) row.evaluationResults = (parsed(raw.evaluationResults) as unknown[][]).map(resultRow);
+  pageRows.add(row);
   return row;
 }
 
@@ -434,7 +450,25 @@ export async function countTranscripts(db: RowReader, where: SqlWhere): Promise<
 
 // ── Which selections a page answers ─────────────────────────────────────────────────────────────
 
-const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+/**
+ * Whether `a` is `b`, a JSON value of arrays, objects and scalars, member for member in the same
+ * order (what comparing their JSON texts said, without printing both on every request). A member
+ * whose value is undefined counts here, where JSON drops it: such an ordering goes to Prisma.
+ */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ak = Object.keys(a);
+  const bk = Object.keys(b);
+  if (ak.length !== bk.length) return false;
+  for (let i = 0; i < ak.length; i++) {
+    const key = ak[i] as string;
+    if (key !== bk[i]) return false;
+    if (!sameJson((a as Raw)[key], (b as Raw)[key])) return false;
+  }
+  return true;
+}
 const valuesOrder = [{ property: { createdAt: 'asc' } }, { propertyId: 'asc' }];
 const resultsOrder = [{ evaluation: { createdAt: 'asc' } }, { evaluationId: 'asc' }];
 

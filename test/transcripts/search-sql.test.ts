@@ -1,9 +1,12 @@
+import type { GraphQLObjectType, GraphQLResolveInfo } from 'graphql';
 import { expect, it } from 'vitest';
+import { schema } from '../../src/graphql/schema';
 import { newId } from '../../src/lib/ids';
 import { buildTranscriptWhere, loadFilterTargets, transcriptOrderBy } from '../../src/transcripts/search';
 import {
   buildTranscriptWhereSql,
   countTranscripts,
+  isPageRow,
   loadTranscriptPage,
   pageRelationsOf,
 } from '../../src/transcripts/search-page';
@@ -209,6 +212,31 @@ describeEachDatabase('transcript search in SQL', (provider) => {
       });
       expect(rows).toEqual(expected);
     }
+
+    // Transcript.properties / .evaluations answer a page's row from the row itself. This context
+    // holds no loader mapping, so plugin-prisma's relation wrapper would not answer the row (it
+    // would load the relation again); a row Prisma loaded is still left to that wrapper.
+    const fields = (schema.getType('Transcript') as GraphQLObjectType).getFields();
+    const page = await loadTranscriptPage(t.app.services.db, everything, {
+      order: 'DESC',
+      skip: 0,
+      take: 24,
+      relations: relations!,
+    });
+    const row = page.find((r) => r.propertyValues?.length && r.evaluationResults?.length)!;
+    expect(row).toBeDefined();
+    const info = (fieldName: string) =>
+      ({
+        fieldName,
+        parentType: schema.getType('Transcript'),
+        path: { prev: undefined, key: fieldName, typename: 'Transcript' },
+        fieldNodes: [],
+      }) as unknown as GraphQLResolveInfo;
+    expect(fields.properties!.resolve!(row, {}, {}, info('properties'))).toBe(row.propertyValues);
+    expect(fields.evaluations!.resolve!(row, {}, {}, info('evaluations'))).toBe(row.evaluationResults);
+    expect(page.every(isPageRow)).toBe(true);
+    const prismaRows = await prisma.transcript.findMany({ where: { projectId: p.projectID }, include });
+    expect(prismaRows.some(isPageRow)).toBe(false);
   });
 
   it('answers only the selections a page carries (anything else goes to Prisma)', () => {
@@ -233,5 +261,16 @@ describeEachDatabase('transcript search in SQL', (provider) => {
       }),
     ).toBeNull();
     expect(pageRelationsOf({ take: 5, include: { propertyValues: { orderBy: [{ propertyId: 'desc' }] } } })).toBeNull();
+    // The field's own ordering, in fresh objects, is a page's; the same members in another order are not.
+    const valuesOrder = [{ property: { createdAt: 'asc' } }, { propertyId: 'asc' }];
+    expect(pageRelationsOf({ take: 5, include: { propertyValues: { orderBy: valuesOrder } } })).toMatchObject({
+      propertyValues: true,
+    });
+    expect(
+      pageRelationsOf({ take: 5, include: { propertyValues: { orderBy: [...valuesOrder].reverse() } } }),
+    ).toBeNull();
+    expect(
+      pageRelationsOf({ take: 5, include: { propertyValues: { orderBy: [{ property: { createdAt: 'desc' } }] } } }),
+    ).toBeNull();
   });
 });

@@ -4,7 +4,7 @@ import './scalars';
 import './admin';
 import './runtime';
 import './usage';
-import './transcripts';
+import { answerSearchPageRelationsDirectly } from './transcripts';
 import './evaluations';
 import './knowledge-base';
 import './knowledge-base-tags';
@@ -12,4 +12,6 @@ import './integrations';
 import './webchat';
 
 /** The whole schema: one file per area registers its types and root fields on the builder. */
-export const schema = resolveSubscriptionEventsDirectly(lexicographicSortSchema(builder.toSchema()));
+export const schema = answerSearchPageRelationsDirectly(
+  resolveSubscriptionEventsDirectly(lexicographicSortSchema(builder.toSchema())),
+);

@@ -1,4 +1,5 @@
 import DataLoader from 'dataloader';
+import type { GraphQLFieldResolver, GraphQLObjectType, GraphQLSchema } from 'graphql';
 import { z } from 'zod';
 import { notFound } from '../../lib/errors';
 import { isId } from '../../lib/ids';
@@ -19,6 +20,7 @@ import {
 import {
   buildTranscriptWhereSql,
   countTranscripts,
+  isPageRow,
   loadTranscriptPage,
   pageRelationsOf,
 } from '../../transcripts/search-page';
@@ -300,6 +302,36 @@ export const TranscriptType = builder.prismaObject('Transcript', {
     }),
   }),
 });
+
+/**
+ * `Transcript.properties` and `.evaluations` answer a row of the search's page (src/transcripts/
+ * search-page.ts) from the row itself. plugin-prisma wraps a relation field so that each row looks
+ * up the loader mapping its planned query recorded (a response path string and a scope walk per
+ * row and field: about 5 % of a REST search's CPU, two lookups per transcript), and then answers
+ * `parent[relation]`, as here. A page row carries the relation only when `pageRelationsOf` found it
+ * in the planned query, with the field's order and nested selections the row carries whole, which
+ * is exactly when that lookup finds the mapping; and no field beneath the two wraps anything, so
+ * no mapping is owed to the rows below. Any other parent (and a page row without the relation)
+ * goes through plugin-prisma's resolver as before. Applied to the built schema (graphql/schema/
+ * index.ts), since the wrapper is plugin-prisma's, outside the field's own resolver.
+ */
+export function answerSearchPageRelationsDirectly(schema: GraphQLSchema): GraphQLSchema {
+  const type = schema.getType('Transcript') as GraphQLObjectType | undefined;
+  const fields = type?.getFields() ?? {};
+  for (const [field, relation] of [
+    ['properties', 'propertyValues'],
+    ['evaluations', 'evaluationResults'],
+  ] as const) {
+    const def = fields[field];
+    const wrapped = def?.resolve as GraphQLFieldResolver<Record<string, unknown>, Context> | undefined;
+    if (!def || !wrapped) throw new Error(`Transcript.${field} has no resolver to answer page rows beside`);
+    def.resolve = (parent, args, ctx, info) => {
+      const loaded = parent[relation];
+      return loaded !== undefined && isPageRow(parent) ? loaded : wrapped(parent, args, ctx, info);
+    };
+  }
+  return schema;
+}
 
 // ── Inputs ──────────────────────────────────────────────────────────────────────────────────────
 
