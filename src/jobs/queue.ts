@@ -15,6 +15,13 @@ export interface EnqueueInput {
   /** Attempts before the job is marked failed (default 5). */
   maxAttempts?: number;
   projectId?: string | null;
+  /**
+   * Writes the job already claimed by this worker (JobRunner.reserve): `running`, attempt 1, its
+   * lease held until `lockedUntil`, so that no instance claims it while the worker that reserved
+   * it runs it straight after the commit (and any instance takes it over once the lease lapses,
+   * as with a claimed job whose worker died). The driver variants only.
+   */
+  claimedBy?: { workerId: string; lockedUntil: Date };
 }
 
 export interface EnqueuedJob {
@@ -52,7 +59,7 @@ export async function enqueueJob(db: DbClient, input: EnqueueInput): Promise<Enq
   return { ...job, created: job.id === data.id };
 }
 
-const jobColumns = `"id", "queue", "dedupeKey", "payload", "status", "attempts", "maxAttempts", "runAt", "projectId", "createdAt", "updatedAt"`;
+const jobColumns = `"id", "queue", "dedupeKey", "payload", "status", "attempts", "maxAttempts", "runAt", "projectId", "createdAt", "updatedAt", "lockedBy", "lockedUntil"`;
 
 /**
  * `enqueueJob` inside a caller's transaction on the database driver (Db.driver), for a caller
@@ -63,16 +70,20 @@ export function enqueueJobSqlite(sql: SqliteStatements, input: EnqueueInput, now
   const id = newId();
   const at = storedTimestamp('sqlite', now);
   const inserted = sql.run(
-    `INSERT INTO "Job" (${jobColumns}) VALUES (?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?, ?) ON CONFLICT ("dedupeKey") DO NOTHING`,
+    `INSERT INTO "Job" (${jobColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ("dedupeKey") DO NOTHING`,
     id,
     input.queue,
     input.dedupeKey ?? null,
     JSON.stringify(input.payload),
+    input.claimedBy ? 'running' : 'queued',
+    input.claimedBy ? 1 : 0,
     input.maxAttempts ?? 5,
     storedTimestamp('sqlite', input.runAt ?? now),
     input.projectId ?? null,
     at,
     at,
+    input.claimedBy?.workerId ?? null,
+    input.claimedBy ? storedTimestamp('sqlite', input.claimedBy.lockedUntil) : null,
   );
   if (inserted.changes === 1) return { id, queue: input.queue, created: true };
   const existing = sql.get<{ id: string }>('SELECT "id" FROM "Job" WHERE "dedupeKey" = ?', input.dedupeKey ?? null);
@@ -89,17 +100,21 @@ export async function enqueueJobPostgres(
   const id = newId();
   const at = storedTimestamp('postgresql', now);
   const inserted = await sql.query<{ id: string }>(
-    `INSERT INTO "Job" (${jobColumns}) VALUES ($1, $2, $3, $4::jsonb, 'queued', 0, $5, $6, $7, $8, $8)
+    `INSERT INTO "Job" (${jobColumns}) VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8, $9, $10, $10, $11, $12)
      ON CONFLICT ("dedupeKey") DO NOTHING RETURNING "id"`,
     [
       id,
       input.queue,
       input.dedupeKey ?? null,
       JSON.stringify(input.payload),
+      input.claimedBy ? 'running' : 'queued',
+      input.claimedBy ? 1 : 0,
       input.maxAttempts ?? 5,
       storedTimestamp('postgresql', input.runAt ?? now),
       input.projectId ?? null,
       at,
+      input.claimedBy?.workerId ?? null,
+      input.claimedBy ? storedTimestamp('postgresql', input.claimedBy.lockedUntil) : null,
     ],
   );
   if (inserted.rows.length === 1) return { id, queue: input.queue, created: true };

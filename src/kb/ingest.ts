@@ -10,6 +10,7 @@ import {
   chunkMetadata,
   documentColumns,
   type KbDocumentRow,
+  type KbIngestHandOff,
   type KbIngestJobPayload,
   publishDocumentStatus,
   storedDocumentRow,
@@ -60,19 +61,17 @@ interface Prepared {
   fetchedType?: KbFileType;
 }
 
-/** What the job reads of a document and its stored upload (loadDocument). */
-interface DocumentWithSource {
-  id: string;
-  projectId: string;
-  environmentId: string | null;
-  kind: string;
-  type: string;
-  name: string;
-  url: string | null;
-  status: string;
-  revision: number;
-  maxChunkSize: number;
-  source: { bytes: Uint8Array | null; filename: string | null; table: unknown } | null;
+/** What the job reads of a document and its stored upload (loadDocument), or is handed by its upload. */
+type DocumentWithSource = KbIngestHandOff['document'];
+
+/**
+ * The document and upload that the upload handed this delivery in process (JobContext.local),
+ * when they are the ones the payload names; else null (read them).
+ */
+function handedDocument(local: unknown, target: KbIngestJobPayload): DocumentWithSource | null {
+  const handed = local as Partial<KbIngestHandOff> | undefined;
+  if (!handed?.document || handed.documentId !== target.documentId || handed.revision !== target.revision) return null;
+  return handed.document;
 }
 
 const loadDocumentSql = (placeholder: string) => `
@@ -450,7 +449,9 @@ export function createKbIngestHandler(deps: KbIngestDeps): JobHandler {
       throw new PermanentJobError('malformed kb-ingest job payload');
     }
     const target = payload as KbIngestJobPayload;
-    const doc = await loadDocument(deps.db, target.documentId);
+    // Handed by the upload that wrote it (it waits, and this instance runs the job at once); the
+    // swap-in and markFailed still change the document only while it waits for this revision.
+    const doc = handedDocument(job.local, target) ?? (await loadDocument(deps.db, target.documentId));
     // Deleted, replaced by a newer upload (which has its own job), or already done by an earlier delivery.
     if (!doc || doc.revision !== target.revision || doc.status !== 'PENDING') return;
 

@@ -49,7 +49,11 @@ import { KbQueryTagsInput } from './knowledge-base-tags';
  * workspace key or the operator names the project with `projectID`.
  */
 
-const kbDeps = (ctx: Context): KbDeps => ({ db: ctx.services.db, pubsub: ctx.services.pubsub });
+const kbDeps = (ctx: Context): KbDeps => ({
+  db: ctx.services.db,
+  pubsub: ctx.services.pubsub,
+  jobs: ctx.services.jobs,
+});
 
 /** After an upload: the document as stored, or, with `wait`, once its ingestion finished. */
 async function afterUpload(ctx: Context, doc: KbDocumentRow, wait: boolean | null | undefined): Promise<KbDocumentRow> {
@@ -465,6 +469,7 @@ builder.mutationFields((t) => ({
         maxChunkSize: args.maxChunkSize ?? undefined,
         environment: args.environment ?? null,
         tags: args.tags ?? undefined,
+        runHere: args.wait ?? false,
       });
       return uploadAnswer(ctx, query, doc, args.wait);
     },
@@ -490,6 +495,7 @@ builder.mutationFields((t) => ({
         maxChunkSize: args.maxChunkSize ?? undefined,
         environment: args.environment ?? null,
         tags: args.tags ?? undefined,
+        runHere: args.wait ?? false,
       });
       return uploadAnswer(ctx, query, doc, args.wait);
     },
@@ -519,6 +525,7 @@ builder.mutationFields((t) => ({
         overwrite: args.overwrite ?? false,
         environment: args.environment ?? null,
         tags: args.tags ?? undefined,
+        runHere: args.wait ?? false,
       });
       return uploadAnswer(ctx, query, doc, args.wait);
     },
