@@ -2,7 +2,14 @@ import { resolveEnvironment } from '../admin/environments';
 import { type Db, storedTimestamp } from '../db/client';
 import { isUniqueViolation, type PrismaTx } from '../db/transaction';
 import { Prisma } from '../generated/sqlite/client';
-import { type EnqueueInput, enqueueJob, enqueueJobPostgres, enqueueJobSqlite, notifyEnqueued } from '../jobs/queue';
+import {
+  type EnqueueInput,
+  enqueueJob,
+  enqueueJobSqlite,
+  jobInsertPostgres,
+  jobOfDedupeKeyPostgres,
+  notifyEnqueued,
+} from '../jobs/queue';
 import type { JobReservation, JobRunner } from '../jobs/runner';
 import { notFound } from '../lib/errors';
 import { newId } from '../lib/ids';
@@ -352,10 +359,11 @@ const insertSourceColumns = `"documentId", "revision", "bytes", "filename", "con
 /**
  * A new document (no overwrite, no environment, no tags: the plain upload) with its stored upload
  * and its ingestion job, in one transaction run straight through the database driver (Db.driver):
- * three INSERTs, without Prisma's query compiler and interpreter around them, nor its handling of
- * the upload's bytes, which cost more than the statement (docs/performance.md). The rows are the
- * ones Prisma writes (JSON as text on SQLite, DateTime as storedTimestamp); the answer is the row
- * as documentSelect reads it back.
+ * three INSERTs (on PostgreSQL one statement, a WITH of the three), without Prisma's query
+ * compiler and interpreter around them, nor its handling of the upload's bytes, which cost more
+ * than the statement (docs/performance.md). The rows are the ones Prisma writes (JSON as text on
+ * SQLite, DateTime as storedTimestamp); the answer is the row as documentSelect reads it back.
+ * With a `reservation` (UploadInput.runHere), the job is written claimed by this instance's runner.
  */
 async function insertNewDocument(
   db: Db,
@@ -432,39 +440,46 @@ async function insertNewDocument(
     );
     return { row, job: { id: enqueued.id, created: enqueued.created, payload: job.payload, maxAttempts } };
   }
-  const at = storedTimestamp('postgresql', now);
-  const enqueued = await driver.transaction('kb.upload', async (sql) => {
-    // The document and its bytes in one statement (one round trip less on the upload's path; the
-    // source's foreign key is checked at the statement's end, when the document is there). The
-    // metadata as jsonb keeps it (its keys in jsonb's order, as every read answers them).
-    const stored = await sql.query<{ metadata: Prisma.JsonValue }>(
-      `WITH "document" AS (
-         INSERT INTO "KbDocument" (${insertDocumentColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, 'PENDING', $8, $9, 0, 1, $10, $10)
-         RETURNING "metadata"
-       ), "source" AS (
-         INSERT INTO "KbDocumentSource" (${insertSourceColumns}) VALUES ($1, 1, $11, $12, $13, $14::jsonb, $10)
-       )
-       SELECT "metadata" FROM "document"`,
-      [
-        row.id,
-        row.projectId,
-        row.kind,
-        row.type,
-        row.name,
-        row.url,
-        metadata,
-        row.maxChunkSize,
-        row.rowsCount,
-        at,
-        bytes,
-        filename,
-        contentType,
-        table,
-      ],
-    );
-    row.metadata = (stored.rows[0] as { metadata: Prisma.JsonValue }).metadata;
-    return enqueueJobPostgres(sql, job, now);
-  });
+  const params: unknown[] = [
+    row.id,
+    row.projectId,
+    row.kind,
+    row.type,
+    row.name,
+    row.url,
+    metadata,
+    row.maxChunkSize,
+    row.rowsCount,
+    storedTimestamp('postgresql', now),
+    bytes,
+    filename,
+    contentType,
+    table,
+  ];
+  const jobInsert = jobInsertPostgres(job, now, (value) => `$${params.push(value)}`);
+  // The document, its bytes and its job in one statement, a WITH of the three INSERTs, which is
+  // its own transaction (one round trip, where BEGIN, the statements and COMMIT were four; the
+  // foreign keys are checked at the statement's end, when the document is there). The metadata
+  // as jsonb keeps it (its keys in jsonb's order, as every read answers them).
+  const stored = await driver.query<{ metadata: Prisma.JsonValue; jobId: string | null }>(
+    'kb.upload',
+    `WITH "document" AS (
+       INSERT INTO "KbDocument" (${insertDocumentColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, 'PENDING', $8, $9, 0, 1, $10, $10)
+       RETURNING "metadata"
+     ), "source" AS (
+       INSERT INTO "KbDocumentSource" (${insertSourceColumns}) VALUES ($1, 1, $11, $12, $13, $14::jsonb, $10)
+     ), "job" AS (
+       ${jobInsert.sql}
+     )
+     SELECT (SELECT "metadata" FROM "document") AS "metadata", (SELECT "id" FROM "job") AS "jobId"`,
+    params,
+  );
+  const [written] = stored.rows as [{ metadata: Prisma.JsonValue; jobId: string | null }];
+  row.metadata = written.metadata;
+  const enqueued =
+    written.jobId === null
+      ? await jobOfDedupeKeyPostgres((text, values) => driver.query('kb.upload', text, values), job)
+      : { id: written.jobId, created: true };
   return { row, job: { id: enqueued.id, created: enqueued.created, payload: job.payload, maxAttempts } };
 }
 
