@@ -44,7 +44,8 @@ export interface JobReservation {
   readonly claimedBy: { workerId: string; lockedUntil: Date };
   /**
    * Runs the committed job as attempt 1, as if a poll had claimed it, handing `local` to its
-   * handler (JobContext.local). A runner stopping meanwhile hands the job back to the queue.
+   * handler (JobContext.local), on the next turn of the event loop (after the caller's current
+   * work). A runner stopping meanwhile hands the job back to the queue.
    */
   run(job: ReservedJob, local?: unknown): void;
   /** The job was not written (the transaction failed, or its dedupe key had a job): frees the place. */
@@ -541,32 +542,42 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
       const settle = () => {
         if (settled) throw new Error('a job reservation was already run or released');
         settled = true;
-        reserved--;
       };
       return {
         claimedBy: { workerId, lockedUntil: new Date(Date.now() + leaseMs) },
         run(job, local) {
           settle();
-          if (!started || stopping) {
-            // Stopped since the reservation: the job goes back to the queue, its attempt not counted.
-            void db.prisma.job
-              .updateMany({
-                where: { id: job.id, lockedBy: workerId, status: 'running' },
-                data: {
-                  status: 'queued',
-                  lockedBy: null,
-                  lockedUntil: null,
-                  runAt: new Date(),
-                  attempts: { decrement: 1 },
-                },
-              })
-              .catch((err: unknown) => log.warn({ jobId: job.id, err }, 'could not hand a reserved job back'));
-            return;
-          }
-          outsideRequests(() => asBackgroundWork(() => execute({ ...job, attempts: 1 }, local)));
+          // On the next turn of the event loop: the caller finishes what it does with the job
+          // first (a waiter it registers sees the job's outcome), and the job runs outside the
+          // caller's async context, as a job a poll started.
+          setImmediate(() =>
+            outsideRequests(() =>
+              asBackgroundWork(() => {
+                reserved--;
+                if (started && !stopping) {
+                  execute({ ...job, attempts: 1 }, local);
+                  return;
+                }
+                // Stopped since the reservation: the job goes back to the queue, its attempt not counted.
+                void db.prisma.job
+                  .updateMany({
+                    where: { id: job.id, lockedBy: workerId, status: 'running' },
+                    data: {
+                      status: 'queued',
+                      lockedBy: null,
+                      lockedUntil: null,
+                      runAt: new Date(),
+                      attempts: { decrement: 1 },
+                    },
+                  })
+                  .catch((err: unknown) => log.warn({ jobId: job.id, err }, 'could not hand a reserved job back'));
+              }),
+            ),
+          );
         },
         release() {
           settle();
+          reserved--;
           // A poll may have skipped jobs for the place held.
           schedule(0);
         },
