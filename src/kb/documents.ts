@@ -483,6 +483,31 @@ async function insertNewDocument(
   return { row, job: { id: enqueued.id, created: enqueued.created, payload: job.payload, maxAttempts } };
 }
 
+/**
+ * The labels of a document's tags, sorted, as the swap-in that settled it read them in its own
+ * statement (settledTagLabels), carried on the row it hands this process's waiters: the answer of
+ * a waited upload then needs no read of them. Absent on any row read otherwise.
+ */
+export const settledTagLabels = Symbol('settledTagLabels');
+export type KbDocumentRowWithTags = KbDocumentRow & { [settledTagLabels]?: string[] };
+
+/**
+ * A RETURNING column (`"tagLabels"`) of a statement that updates one KbDocument row: the labels of
+ * its tags as a JSON array (text), at that statement's snapshot; see tagLabelsOf.
+ */
+export const tagLabelsColumn = {
+  sqlite: `(SELECT json_group_array(t."label") FROM "KbDocumentTag" dt JOIN "KbTag" t ON t."id" = dt."tagId"
+    WHERE dt."documentId" = "KbDocument"."id") AS "tagLabels"`,
+  postgresql: `(SELECT COALESCE(json_agg(t."label"), '[]'::json)::text FROM "KbDocumentTag" dt JOIN "KbTag" t ON t."id" = dt."tagId"
+    WHERE dt."documentId" = "KbDocument"."id") AS "tagLabels"`,
+};
+
+/** The row with the labels of tagLabelsColumn, sorted as every read of them answers them. */
+export function withTagLabels(row: KbDocumentRow, tagLabels: unknown): KbDocumentRowWithTags {
+  const labels = (typeof tagLabels === 'string' ? JSON.parse(tagLabels) : []) as string[];
+  return Object.assign(row, { [settledTagLabels]: labels.sort() });
+}
+
 /** The columns of documentSelect, for a SELECT or a RETURNING on the driver (see storedDocumentRow). */
 export const documentColumns = Object.keys(documentSelect)
   .map((c) => `"${c}"`)

@@ -14,6 +14,8 @@ import {
   type KbIngestJobPayload,
   publishDocumentStatus,
   storedDocumentRow,
+  tagLabelsColumn,
+  withTagLabels,
 } from './documents';
 import { embedTexts, recordEmbeddingUsage } from './embeddings';
 import { KbIngestError } from './errors';
@@ -200,9 +202,9 @@ interface SwapIn {
 
 const markSucceeded = {
   sqlite: `UPDATE "KbDocument" SET "status" = 'SUCCESS', "statusDetail" = NULL, "chunkCount" = ?, "rowsCount" = ?, "updatedAt" = ?
-    WHERE "id" = ? AND "revision" = ? AND "status" = 'PENDING' RETURNING ${documentColumns}`,
+    WHERE "id" = ? AND "revision" = ? AND "status" = 'PENDING' RETURNING ${documentColumns}, ${tagLabelsColumn.sqlite}`,
   postgresql: `UPDATE "KbDocument" SET "status" = 'SUCCESS', "statusDetail" = NULL, "chunkCount" = $1, "rowsCount" = $2, "updatedAt" = $3
-    WHERE "id" = $4 AND "revision" = $5 AND "status" = 'PENDING' RETURNING ${documentColumns}`,
+    WHERE "id" = $4 AND "revision" = $5 AND "status" = 'PENDING' RETURNING ${documentColumns}, ${tagLabelsColumn.postgresql}`,
 };
 /**
  * A thousand chunks per statement, the rows as one JSON parameter unpacked by the database
@@ -284,7 +286,7 @@ async function swapIn(db: Db, input: SwapIn): Promise<KbDocumentRow | null> {
           }
         }
         sql.run('DELETE FROM "KbDocumentSource" WHERE "documentId" = ? AND "revision" = ?', documentId, revision);
-        return storedDocumentRow(current);
+        return withTagLabels(storedDocumentRow(current), current.tagLabels);
       },
       { transaction: true },
     );
@@ -321,7 +323,7 @@ async function swapIn(db: Db, input: SwapIn): Promise<KbDocumentRow | null> {
       documentId,
       revision,
     ]);
-    return storedDocumentRow(current);
+    return withTagLabels(storedDocumentRow(current), current.tagLabels);
   });
 }
 
@@ -347,7 +349,7 @@ interface PipelinedSwapIn {
 
 const lockPending = `SELECT "metadata" FROM "KbDocument" WHERE "id" = $1 AND "revision" = $2 AND "status" = 'PENDING' FOR UPDATE`;
 const markSucceededLocked = `UPDATE "KbDocument" SET "status" = 'SUCCESS', "statusDetail" = NULL, "chunkCount" = $1, "rowsCount" = $2, "updatedAt" = $3
-  WHERE "id" = $4 AND "revision" = $5 AND "status" = 'PENDING' RETURNING ${documentColumns}`;
+  WHERE "id" = $4 AND "revision" = $5 AND "status" = 'PENDING' RETURNING ${documentColumns}, ${tagLabelsColumn.postgresql}`;
 
 /**
  * swapIn on PostgreSQL, with the chunking inside the transaction: each batch of chunks is
@@ -400,7 +402,7 @@ async function swapInPipelined(db: Db, input: PipelinedSwapIn): Promise<KbDocume
     const [stored] = marked.rows;
     // The row is locked by this transaction: it cannot have moved on.
     if (!stored) throw new Error(`document ${documentId} changed under its row lock`);
-    return storedDocumentRow(stored);
+    return withTagLabels(storedDocumentRow(stored), stored.tagLabels);
   });
 }
 

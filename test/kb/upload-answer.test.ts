@@ -119,6 +119,33 @@ describeEachDatabase('knowledge-base upload answer', (provider) => {
     expect(readsUpload(unwaited)).toBe(1);
   });
 
+  it("answers a waited upload's tags as its ingestion read them when it settled the document, without reading them again", async () => {
+    const p = await t.app.createProject();
+    const tagReads = (statements: string[]) =>
+      statements.filter((s) => /FROM "KbDocumentTag" dt JOIN "KbTag" t/.test(s));
+    for (const [filename, tags, expected] of [
+      ['tagged.txt', '["zebra", "Aardvark", "mole"]', ['Aardvark', 'mole', 'zebra']],
+      ['untagged.txt', undefined, []],
+    ] as const) {
+      let res: Awaited<ReturnType<typeof uploadFile>> | undefined;
+      const statements = await recordSqlStatements(async () => {
+        res = await uploadFile(t.app, {
+          key: p.apiKey,
+          filename,
+          content: `whimbrel ${'lorem ipsum dolor sit amet '.repeat(300)}`,
+          query: { wait: 'true', maxChunkSize: '500', ...(tags ? { tags } : {}) },
+        });
+      });
+      expect(res!.status, res!.text).toBe(200);
+      const [doc] = (res!.body as { data: { documentID: string; status: string; tags: string[] }[] }).data;
+      expect(doc).toMatchObject({ status: 'SUCCESS', tags: expected });
+      // The only statements on the tags are the upload's own (attaching them), none after the job.
+      expect(tagReads(statements).filter((s) => /^\s*SELECT dt\."documentId"/.test(s))).toEqual([]);
+      const read = await t.app.http('GET', `/v1/knowledge-base/docs/${doc!.documentID}`, { key: p.apiKey });
+      expect((res!.body as { data: unknown[] }).data).toEqual((read.body as { data: unknown[] }).data);
+    }
+  });
+
   it('reads the chunks of a waited upload that selects them, in order', async () => {
     const p = await t.app.createProject();
     const res = await t.app.gql(

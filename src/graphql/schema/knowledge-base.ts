@@ -5,12 +5,14 @@ import {
   deleteDocument,
   type KbDeps,
   type KbDocumentRow,
+  type KbDocumentRowWithTags,
   type KbDocumentStatus,
   type KbSourceInput,
   kbDocumentStatuses,
   kbDocumentTypes,
   listDocuments,
   replaceDocument,
+  settledTagLabels,
   updateChunkMetadata,
   updateDocumentMetadata,
   uploadDocument,
@@ -71,7 +73,8 @@ async function afterUpload(ctx: Context, doc: KbDocumentRow, wait: boolean | nul
  * (a driver SELECT of every column the type exposes, made after the job committed), unless the
  * selection asks for a relation (`chunks`): then, as without `wait`, Prisma reads the document with
  * the selection. Reading the same row again through Prisma cost one more Prisma operation per
- * upload. `tags` are not a Prisma selection and read as for any document.
+ * upload. `tags` are not a Prisma selection: the settled row carries them (settledTagLabels),
+ * else they are read as for any document.
  */
 async function uploadAnswer(
   ctx: Context,
@@ -222,8 +225,9 @@ const KbDocumentType = builder.prismaObject('KbDocument', {
       description: 'The labels of the tags attached to the document, in order.',
       // Not a Prisma selection: that made every read of a document three SELECTs (the document,
       // its links, their tags). One driver statement reads the labels of all the documents of
-      // the response.
-      resolve: (d, _args, ctx) => documentTagLabels(ctx).load(d.id),
+      // the response. A waited upload's row carries the labels its ingestion read as it settled
+      // the document (settledTagLabels): no statement.
+      resolve: (d, _args, ctx) => (d as KbDocumentRowWithTags)[settledTagLabels] ?? documentTagLabels(ctx).load(d.id),
     }),
     chunkCount: t.exposeInt('chunkCount', { description: 'Chunks currently searchable.' }),
     maxChunkSize: t.exposeInt('maxChunkSize', { description: 'Most tokens per chunk.' }),
