@@ -4,6 +4,7 @@ import type { Authenticator } from '../auth/authenticate';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../db/client';
 import type { Config } from '../env';
+import type { JobRunner } from '../jobs/runner';
 import type { Logger } from '../lib/logger';
 import type { AppPubSub } from '../lib/pubsub';
 import type { SecretBox } from '../lib/secret-box';
@@ -31,6 +32,8 @@ export interface GraphQLServices {
   integrationSecrets: SecretBox | null;
   /** The projects' transcript redactors kept in memory; absent: each write reads the patterns. */
   redactors?: RedactorCache;
+  /** This instance's job runner: a waited KB upload runs its ingestion here when it has a place. */
+  jobs?: Pick<JobRunner, 'reserve'>;
 }
 
 /**

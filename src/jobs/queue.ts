@@ -15,6 +15,13 @@ export interface EnqueueInput {
   /** Attempts before the job is marked failed (default 5). */
   maxAttempts?: number;
   projectId?: string | null;
+  /**
+   * Writes the job already claimed by this worker (JobRunner.reserve): `running`, attempt 1, its
+   * lease held until `lockedUntil`, so that no instance claims it while the worker that reserved
+   * it runs it straight after the commit (and any instance takes it over once the lease lapses,
+   * as with a claimed job whose worker died). The driver variants only.
+   */
+  claimedBy?: { workerId: string; lockedUntil: Date };
 }
 
 export interface EnqueuedJob {
@@ -52,7 +59,7 @@ export async function enqueueJob(db: DbClient, input: EnqueueInput): Promise<Enq
   return { ...job, created: job.id === data.id };
 }
 
-const jobColumns = `"id", "queue", "dedupeKey", "payload", "status", "attempts", "maxAttempts", "runAt", "projectId", "createdAt", "updatedAt"`;
+const jobColumns = `"id", "queue", "dedupeKey", "payload", "status", "attempts", "maxAttempts", "runAt", "projectId", "createdAt", "updatedAt", "lockedBy", "lockedUntil"`;
 
 /**
  * `enqueueJob` inside a caller's transaction on the database driver (Db.driver), for a caller
@@ -63,21 +70,73 @@ export function enqueueJobSqlite(sql: SqliteStatements, input: EnqueueInput, now
   const id = newId();
   const at = storedTimestamp('sqlite', now);
   const inserted = sql.run(
-    `INSERT INTO "Job" (${jobColumns}) VALUES (?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?, ?) ON CONFLICT ("dedupeKey") DO NOTHING`,
+    `INSERT INTO "Job" (${jobColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ("dedupeKey") DO NOTHING`,
     id,
     input.queue,
     input.dedupeKey ?? null,
     JSON.stringify(input.payload),
+    input.claimedBy ? 'running' : 'queued',
+    input.claimedBy ? 1 : 0,
     input.maxAttempts ?? 5,
     storedTimestamp('sqlite', input.runAt ?? now),
     input.projectId ?? null,
     at,
     at,
+    input.claimedBy?.workerId ?? null,
+    input.claimedBy ? storedTimestamp('sqlite', input.claimedBy.lockedUntil) : null,
   );
   if (inserted.changes === 1) return { id, queue: input.queue, created: true };
   const existing = sql.get<{ id: string }>('SELECT "id" FROM "Job" WHERE "dedupeKey" = ?', input.dedupeKey ?? null);
   if (!existing) throw new Error('the job was neither written nor found by its dedupe key');
   return { id: existing.id, queue: input.queue, created: false };
+}
+
+/**
+ * The INSERT of enqueueJobPostgres, with its parameters numbered by the caller's `param` (which
+ * appends a value and answers its placeholder), for a caller that sends it inside a statement of
+ * its own (a `WITH` of several INSERTs). It answers the job's `"id"` (RETURNING), or no row when
+ * the dedupe key has a job already (then see jobOfDedupeKeyPostgres).
+ */
+export function jobInsertPostgres(
+  input: EnqueueInput,
+  now: Date,
+  param: (value: unknown) => string,
+): { id: string; sql: string } {
+  const id = newId();
+  const at = param(storedTimestamp('postgresql', now));
+  const values = [
+    param(id),
+    param(input.queue),
+    param(input.dedupeKey ?? null),
+    `${param(JSON.stringify(input.payload))}::jsonb`,
+    param(input.claimedBy ? 'running' : 'queued'),
+    param(input.claimedBy ? 1 : 0),
+    param(input.maxAttempts ?? 5),
+    param(storedTimestamp('postgresql', input.runAt ?? now)),
+    param(input.projectId ?? null),
+    at,
+    at,
+    param(input.claimedBy?.workerId ?? null),
+    param(input.claimedBy ? storedTimestamp('postgresql', input.claimedBy.lockedUntil) : null),
+  ];
+  return {
+    id,
+    sql: `INSERT INTO "Job" (${jobColumns}) VALUES (${values.join(', ')})
+     ON CONFLICT ("dedupeKey") DO NOTHING RETURNING "id"`,
+  };
+}
+
+/** The job a dedupe key already had (jobInsertPostgres wrote none). */
+export async function jobOfDedupeKeyPostgres(
+  query: PostgresStatements['query'],
+  input: EnqueueInput,
+): Promise<EnqueuedJob> {
+  const existing = await query<{ id: string }>('SELECT "id" FROM "Job" WHERE "dedupeKey" = $1', [
+    input.dedupeKey ?? null,
+  ]);
+  const [row] = existing.rows;
+  if (!row) throw new Error('the job was neither written nor found by its dedupe key');
+  return { id: row.id, queue: input.queue, created: false };
 }
 
 /** enqueueJobSqlite for a PostgreSQL driver transaction. */
@@ -86,29 +145,11 @@ export async function enqueueJobPostgres(
   input: EnqueueInput,
   now: Date,
 ): Promise<EnqueuedJob> {
-  const id = newId();
-  const at = storedTimestamp('postgresql', now);
-  const inserted = await sql.query<{ id: string }>(
-    `INSERT INTO "Job" (${jobColumns}) VALUES ($1, $2, $3, $4::jsonb, 'queued', 0, $5, $6, $7, $8, $8)
-     ON CONFLICT ("dedupeKey") DO NOTHING RETURNING "id"`,
-    [
-      id,
-      input.queue,
-      input.dedupeKey ?? null,
-      JSON.stringify(input.payload),
-      input.maxAttempts ?? 5,
-      storedTimestamp('postgresql', input.runAt ?? now),
-      input.projectId ?? null,
-      at,
-    ],
-  );
-  if (inserted.rows.length === 1) return { id, queue: input.queue, created: true };
-  const existing = await sql.query<{ id: string }>('SELECT "id" FROM "Job" WHERE "dedupeKey" = $1', [
-    input.dedupeKey ?? null,
-  ]);
-  const [row] = existing.rows;
-  if (!row) throw new Error('the job was neither written nor found by its dedupe key');
-  return { id: row.id, queue: input.queue, created: false };
+  const params: unknown[] = [];
+  const insert = jobInsertPostgres(input, now, (value) => `$${params.push(value)}`);
+  const inserted = await sql.query<{ id: string }>(insert.sql, params);
+  if (inserted.rows.length === 1) return { id: insert.id, queue: input.queue, created: true };
+  return jobOfDedupeKeyPostgres(sql.query, input);
 }
 
 /** Wakes the workers of every instance (through Redis when configured) for `queue`. */

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { hostname } from 'node:os';
 import { asBackgroundWork, type Db, storedTimestamp } from '../db/client';
 import { newId } from '../lib/ids';
@@ -15,6 +16,40 @@ export interface JobContext {
   projectId: string | null;
   /** Aborted when the worker stops or loses the job's lease: stop work and throw. */
   signal: AbortSignal;
+  /**
+   * What the enqueuer handed this delivery in process (JobReservation.run), e.g. the input it
+   * has in memory; absent on every other delivery (a poll's claim, a retry, another instance),
+   * so a handler must work without it.
+   */
+  local?: unknown;
+}
+
+/** A job as JobReservation.run starts it: the row the enqueuer wrote, claimed by this worker. */
+export interface ReservedJob {
+  id: string;
+  queue: string;
+  payload: Record<string, unknown>;
+  maxAttempts: number;
+  projectId: string | null;
+}
+
+/**
+ * A place among this instance's running jobs, held for a job that its enqueuer writes already
+ * claimed (EnqueueInput.claimedBy with `claimedBy`), so that the job starts when the enqueuer's
+ * transaction commits, without a poll's claim in between and without another instance claiming it.
+ * Exactly one of `run` and `release` must follow.
+ */
+export interface JobReservation {
+  /** For EnqueueInput.claimedBy. */
+  readonly claimedBy: { workerId: string; lockedUntil: Date };
+  /**
+   * Runs the committed job as attempt 1, as if a poll had claimed it, handing `local` to its
+   * handler (JobContext.local), on the next turn of the event loop (after the caller's current
+   * work). A runner stopping meanwhile hands the job back to the queue.
+   */
+  run(job: ReservedJob, local?: unknown): void;
+  /** The job was not written (the transaction failed, or its dedupe key had a job): frees the place. */
+  release(): void;
 }
 
 /**
@@ -80,6 +115,12 @@ export interface JobRunner {
   readonly workerId: string;
   register(queue: string, handler: JobHandler, opts?: RegisterOptions): void;
   start(): void;
+  /**
+   * Holds a place to run a job of `queue` that the caller is about to write already claimed by
+   * this worker (JobReservation), or null when this runner would not run it at once: not started,
+   * stopping, no handler for the queue, or every place taken.
+   */
+  reserve(queue: string): JobReservation | null;
   /** Looks for due jobs now (also called when a job is enqueued). */
   wake(): void;
   /**
@@ -133,6 +174,14 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
   const handlers = new Map<string, JobHandler>();
   const giveUpHooks = new Map<string, NonNullable<RegisterOptions['onGiveUp']>>();
   const running = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  /** Places held by reservations not yet run or released. */
+  let reserved = 0;
+  /**
+   * Runs a function in the async context the runner was made in: a reserved job is started from
+   * its enqueuer's request, and must not run in it (its spans, logs and query events would be the
+   * request's); with asBackgroundWork it runs as a job a poll started does.
+   */
+  const outsideRequests = AsyncLocalStorage.snapshot();
   const lastRecurringSlot = new Map<string, number>();
   let started = false;
   let stopping = false;
@@ -321,7 +370,7 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
     });
   }
 
-  function execute(row: ClaimedRow): void {
+  function execute(row: ClaimedRow, local?: unknown): void {
     const handler = handlers.get(row.queue);
     const controller = new AbortController();
     const attempt = Number(row.attempts);
@@ -353,6 +402,7 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
           maxAttempts,
           projectId: row.projectId,
           signal: controller.signal,
+          ...(local === undefined ? {} : { local }),
         });
       } catch (err) {
         failure = err ?? new Error('job failed');
@@ -409,12 +459,12 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
       do {
         tickAgain = false;
         await enqueueRecurring();
-        const { claimed, gaveUp } = await claim(concurrency - running.size);
+        const { claimed, gaveUp } = await claim(concurrency - running.size - reserved);
         for (const row of claimed) execute(row);
         for (const row of gaveUp) await reportGaveUp(row);
         // Rows given up took places of the claim's limit: look again for jobs to run.
         if (gaveUp.length) tickAgain = true;
-      } while (tickAgain && running.size < concurrency && !stopping);
+      } while (tickAgain && running.size + reserved < concurrency && !stopping);
       await housekeeping();
     } catch (err) {
       // SQLite busy or a connection blip: try again at the next poll.
@@ -484,6 +534,54 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
     },
     wake() {
       schedule(0);
+    },
+    reserve(queue) {
+      if (!started || stopping || !handlers.has(queue) || running.size + reserved >= concurrency) return null;
+      reserved++;
+      let settled = false;
+      const settle = () => {
+        if (settled) throw new Error('a job reservation was already run or released');
+        settled = true;
+      };
+      return {
+        claimedBy: { workerId, lockedUntil: new Date(Date.now() + leaseMs) },
+        run(job, local) {
+          settle();
+          // On the next turn of the event loop: the caller finishes what it does with the job
+          // first (a waiter it registers sees the job's outcome), and the job runs outside the
+          // caller's async context, as a job a poll started.
+          setImmediate(() =>
+            outsideRequests(() =>
+              asBackgroundWork(() => {
+                reserved--;
+                if (started && !stopping) {
+                  execute({ ...job, attempts: 1 }, local);
+                  return;
+                }
+                // Stopped since the reservation: the job goes back to the queue, its attempt not counted.
+                void db.prisma.job
+                  .updateMany({
+                    where: { id: job.id, lockedBy: workerId, status: 'running' },
+                    data: {
+                      status: 'queued',
+                      lockedBy: null,
+                      lockedUntil: null,
+                      runAt: new Date(),
+                      attempts: { decrement: 1 },
+                    },
+                  })
+                  .catch((err: unknown) => log.warn({ jobId: job.id, err }, 'could not hand a reserved job back'));
+              }),
+            ),
+          );
+        },
+        release() {
+          settle();
+          reserved--;
+          // A poll may have skipped jobs for the place held.
+          schedule(0);
+        },
+      };
     },
     async stop({ graceMs = 10_000 } = {}) {
       if (!started) return;

@@ -2,7 +2,15 @@ import { resolveEnvironment } from '../admin/environments';
 import { type Db, storedTimestamp } from '../db/client';
 import { isUniqueViolation, type PrismaTx } from '../db/transaction';
 import { Prisma } from '../generated/sqlite/client';
-import { type EnqueueInput, enqueueJob, enqueueJobPostgres, enqueueJobSqlite, notifyEnqueued } from '../jobs/queue';
+import {
+  type EnqueueInput,
+  enqueueJob,
+  enqueueJobSqlite,
+  jobInsertPostgres,
+  jobOfDedupeKeyPostgres,
+  notifyEnqueued,
+} from '../jobs/queue';
+import type { JobReservation, JobRunner } from '../jobs/runner';
 import { notFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { AppPubSub } from '../lib/pubsub';
@@ -45,6 +53,31 @@ export type KbSourceInput =
 export interface KbDeps {
   db: Db;
   pubsub: AppPubSub;
+  /** This instance's job runner: an upload that waits runs its ingestion here (UploadInput.runHere). */
+  jobs?: Pick<JobRunner, 'reserve'>;
+}
+
+/**
+ * What an upload hands its ingestion job in process (JobContext.local) when this instance runs
+ * it at once: the document as the upload wrote it and its source, so that the job does not read
+ * back what it was just given. Any other delivery reads them (src/kb/ingest.ts).
+ */
+export interface KbIngestHandOff {
+  documentId: string;
+  revision: number;
+  document: {
+    id: string;
+    projectId: string;
+    environmentId: string | null;
+    kind: string;
+    type: string;
+    name: string;
+    url: string | null;
+    status: string;
+    revision: number;
+    maxChunkSize: number;
+    source: { bytes: Uint8Array | null; filename: string | null; table: unknown } | null;
+  };
 }
 
 export const documentSelect = {
@@ -189,6 +222,13 @@ export interface UploadInput {
   environment?: string | null;
   /** Labels of tags to attach (created when the project has none by that label); an overwritten document keeps its others. */
   tags?: readonly string[];
+  /**
+   * The caller waits for the ingestion (wait=true): when this instance's runner has a place
+   * (KbDeps.jobs), a plain upload writes its job already claimed by it, in the upload's own
+   * transaction, and runs it as soon as that commits, handing it the document and its bytes.
+   * Otherwise, and for every other upload, the job is queued for any instance, as before.
+   */
+  runHere?: boolean;
 }
 
 /**
@@ -210,9 +250,48 @@ async function storeUpload(deps: KbDeps, input: UploadInput): Promise<KbDocument
   const described = describeSource(input.source);
   const maxChunkSize = input.maxChunkSize ?? kbLimits.chunkSize.default;
   if (!input.overwrite && !input.environment && !input.tags?.length) {
-    const doc = await insertNewDocument(deps.db, { ...input, described, maxChunkSize });
-    notifyEnqueued(deps.pubsub, KB_INGEST_QUEUE);
-    return doc;
+    const reservation = (input.runHere && deps.jobs?.reserve(KB_INGEST_QUEUE)) || null;
+    let stored: Awaited<ReturnType<typeof insertNewDocument>>;
+    try {
+      stored = await insertNewDocument(deps.db, { ...input, described, maxChunkSize }, reservation);
+    } catch (err) {
+      reservation?.release();
+      throw err;
+    }
+    const { row, job } = stored;
+    if (reservation && job.created) {
+      const handOff: KbIngestHandOff = {
+        documentId: row.id,
+        revision: row.revision,
+        document: {
+          id: row.id,
+          projectId: row.projectId,
+          environmentId: row.environmentId,
+          kind: row.kind,
+          type: row.type,
+          name: row.name,
+          url: row.url,
+          status: row.status,
+          revision: row.revision,
+          maxChunkSize: row.maxChunkSize,
+          source: sourceOf(input.source),
+        },
+      };
+      reservation.run(
+        {
+          id: job.id,
+          queue: KB_INGEST_QUEUE,
+          payload: job.payload,
+          maxAttempts: job.maxAttempts,
+          projectId: row.projectId,
+        },
+        handOff,
+      );
+    } else {
+      reservation?.release();
+      notifyEnqueued(deps.pubsub, KB_INGEST_QUEUE);
+    }
+    return row;
   }
   const doc = await deps.db.prisma.$transaction(async (tx) => {
     const environmentId = input.environment
@@ -261,6 +340,18 @@ async function storeUpload(deps: KbDeps, input: UploadInput): Promise<KbDocument
   return doc;
 }
 
+/** A source as the ingestion job reads it back from KbDocumentSource (bytes, filename, table). */
+function sourceOf(source: KbSourceInput): KbIngestHandOff['document']['source'] {
+  switch (source.kind) {
+    case 'file':
+      return { bytes: source.bytes, filename: source.filename, table: null };
+    case 'url':
+      return { bytes: null, filename: null, table: null };
+    case 'table':
+      return { bytes: null, filename: null, table: { schema: source.schema, items: source.items } };
+  }
+}
+
 const insertDocumentColumns = `"id", "projectId", "kind", "type", "name", "url", "metadata", "status", "maxChunkSize",
   "rowsCount", "chunkCount", "revision", "createdAt", "updatedAt"`;
 const insertSourceColumns = `"documentId", "revision", "bytes", "filename", "contentType", "table", "createdAt"`;
@@ -268,15 +359,20 @@ const insertSourceColumns = `"documentId", "revision", "bytes", "filename", "con
 /**
  * A new document (no overwrite, no environment, no tags: the plain upload) with its stored upload
  * and its ingestion job, in one transaction run straight through the database driver (Db.driver):
- * three INSERTs, without Prisma's query compiler and interpreter around them, nor its handling of
- * the upload's bytes, which cost more than the statement (docs/performance.md). The rows are the
- * ones Prisma writes (JSON as text on SQLite, DateTime as storedTimestamp); the answer is the row
- * as documentSelect reads it back.
+ * three INSERTs (on PostgreSQL one statement, a WITH of the three), without Prisma's query
+ * compiler and interpreter around them, nor its handling of the upload's bytes, which cost more
+ * than the statement (docs/performance.md). The rows are the ones Prisma writes (JSON as text on
+ * SQLite, DateTime as storedTimestamp); the answer is the row as documentSelect reads it back.
+ * With a `reservation` (UploadInput.runHere), the job is written claimed by this instance's runner.
  */
 async function insertNewDocument(
   db: Db,
   input: UploadInput & { described: ReturnType<typeof describeSource>; maxChunkSize: number },
-): Promise<KbDocumentRow> {
+  reservation: JobReservation | null,
+): Promise<{
+  row: KbDocumentRow;
+  job: { id: string; created: boolean; payload: Record<string, unknown>; maxAttempts: number };
+}> {
   const { described, source } = input;
   const now = new Date();
   const metadata = JSON.stringify(input.metadata);
@@ -304,11 +400,15 @@ async function insertNewDocument(
   const filename = source.kind === 'file' ? source.filename : null;
   const contentType = source.kind === 'file' ? source.contentType : null;
   const table = source.kind === 'table' ? JSON.stringify({ schema: source.schema, items: source.items }) : null;
-  const job = ingestionJob(row.projectId, row.id, row.revision);
+  const job: EnqueueInput = {
+    ...ingestionJob(row.projectId, row.id, row.revision),
+    ...(reservation ? { claimedBy: reservation.claimedBy } : {}),
+  };
+  const maxAttempts = job.maxAttempts ?? 5;
   const driver = db.driver;
   if (driver.provider === 'sqlite') {
     const at = storedTimestamp('sqlite', now);
-    await driver.exclusive(
+    const enqueued = await driver.exclusive(
       'kb.upload',
       (sql) => {
         sql.run(
@@ -334,46 +434,78 @@ async function insertNewDocument(
           table,
           at,
         );
-        enqueueJobSqlite(sql, job, now);
+        return enqueueJobSqlite(sql, job, now);
       },
       { transaction: true },
     );
-    return row;
+    return { row, job: { id: enqueued.id, created: enqueued.created, payload: job.payload, maxAttempts } };
   }
-  const at = storedTimestamp('postgresql', now);
-  await driver.transaction('kb.upload', async (sql) => {
-    // The document and its bytes in one statement (one round trip less on the upload's path; the
-    // source's foreign key is checked at the statement's end, when the document is there). The
-    // metadata as jsonb keeps it (its keys in jsonb's order, as every read answers them).
-    const stored = await sql.query<{ metadata: Prisma.JsonValue }>(
-      `WITH "document" AS (
-         INSERT INTO "KbDocument" (${insertDocumentColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, 'PENDING', $8, $9, 0, 1, $10, $10)
-         RETURNING "metadata"
-       ), "source" AS (
-         INSERT INTO "KbDocumentSource" (${insertSourceColumns}) VALUES ($1, 1, $11, $12, $13, $14::jsonb, $10)
-       )
-       SELECT "metadata" FROM "document"`,
-      [
-        row.id,
-        row.projectId,
-        row.kind,
-        row.type,
-        row.name,
-        row.url,
-        metadata,
-        row.maxChunkSize,
-        row.rowsCount,
-        at,
-        bytes,
-        filename,
-        contentType,
-        table,
-      ],
-    );
-    row.metadata = (stored.rows[0] as { metadata: Prisma.JsonValue }).metadata;
-    await enqueueJobPostgres(sql, job, now);
-  });
-  return row;
+  const params: unknown[] = [
+    row.id,
+    row.projectId,
+    row.kind,
+    row.type,
+    row.name,
+    row.url,
+    metadata,
+    row.maxChunkSize,
+    row.rowsCount,
+    storedTimestamp('postgresql', now),
+    bytes,
+    filename,
+    contentType,
+    table,
+  ];
+  const jobInsert = jobInsertPostgres(job, now, (value) => `$${params.push(value)}`);
+  // The document, its bytes and its job in one statement, a WITH of the three INSERTs, which is
+  // its own transaction (one round trip, where BEGIN, the statements and COMMIT were four; the
+  // foreign keys are checked at the statement's end, when the document is there). The metadata
+  // as jsonb keeps it (its keys in jsonb's order, as every read answers them).
+  const stored = await driver.query<{ metadata: Prisma.JsonValue; jobId: string | null }>(
+    'kb.upload',
+    `WITH "document" AS (
+       INSERT INTO "KbDocument" (${insertDocumentColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, 'PENDING', $8, $9, 0, 1, $10, $10)
+       RETURNING "metadata"
+     ), "source" AS (
+       INSERT INTO "KbDocumentSource" (${insertSourceColumns}) VALUES ($1, 1, $11, $12, $13, $14::jsonb, $10)
+     ), "job" AS (
+       ${jobInsert.sql}
+     )
+     SELECT (SELECT "metadata" FROM "document") AS "metadata", (SELECT "id" FROM "job") AS "jobId"`,
+    params,
+  );
+  const [written] = stored.rows as [{ metadata: Prisma.JsonValue; jobId: string | null }];
+  row.metadata = written.metadata;
+  const enqueued =
+    written.jobId === null
+      ? await jobOfDedupeKeyPostgres((text, values) => driver.query('kb.upload', text, values), job)
+      : { id: written.jobId, created: true };
+  return { row, job: { id: enqueued.id, created: enqueued.created, payload: job.payload, maxAttempts } };
+}
+
+/**
+ * The labels of a document's tags, sorted, as the swap-in that settled it read them in its own
+ * statement (settledTagLabels), carried on the row it hands this process's waiters: the answer of
+ * a waited upload then needs no read of them. Absent on any row read otherwise.
+ */
+export const settledTagLabels = Symbol('settledTagLabels');
+export type KbDocumentRowWithTags = KbDocumentRow & { [settledTagLabels]?: string[] };
+
+/**
+ * A RETURNING column (`"tagLabels"`) of a statement that updates one KbDocument row: the labels of
+ * its tags as a JSON array (text), at that statement's snapshot; see tagLabelsOf.
+ */
+export const tagLabelsColumn = {
+  sqlite: `(SELECT json_group_array(t."label") FROM "KbDocumentTag" dt JOIN "KbTag" t ON t."id" = dt."tagId"
+    WHERE dt."documentId" = "KbDocument"."id") AS "tagLabels"`,
+  postgresql: `(SELECT COALESCE(json_agg(t."label"), '[]'::json)::text FROM "KbDocumentTag" dt JOIN "KbTag" t ON t."id" = dt."tagId"
+    WHERE dt."documentId" = "KbDocument"."id") AS "tagLabels"`,
+};
+
+/** The row with the labels of tagLabelsColumn, sorted as every read of them answers them. */
+export function withTagLabels(row: KbDocumentRow, tagLabels: unknown): KbDocumentRowWithTags {
+  const labels = (typeof tagLabels === 'string' ? JSON.parse(tagLabels) : []) as string[];
+  return Object.assign(row, { [settledTagLabels]: labels.sort() });
 }
 
 /** The columns of documentSelect, for a SELECT or a RETURNING on the driver (see storedDocumentRow). */

@@ -10,9 +10,12 @@ import {
   chunkMetadata,
   documentColumns,
   type KbDocumentRow,
+  type KbIngestHandOff,
   type KbIngestJobPayload,
   publishDocumentStatus,
   storedDocumentRow,
+  tagLabelsColumn,
+  withTagLabels,
 } from './documents';
 import { embedTexts, recordEmbeddingUsage } from './embeddings';
 import { KbIngestError } from './errors';
@@ -60,19 +63,17 @@ interface Prepared {
   fetchedType?: KbFileType;
 }
 
-/** What the job reads of a document and its stored upload (loadDocument). */
-interface DocumentWithSource {
-  id: string;
-  projectId: string;
-  environmentId: string | null;
-  kind: string;
-  type: string;
-  name: string;
-  url: string | null;
-  status: string;
-  revision: number;
-  maxChunkSize: number;
-  source: { bytes: Uint8Array | null; filename: string | null; table: unknown } | null;
+/** What the job reads of a document and its stored upload (loadDocument), or is handed by its upload. */
+type DocumentWithSource = KbIngestHandOff['document'];
+
+/**
+ * The document and upload that the upload handed this delivery in process (JobContext.local),
+ * when they are the ones the payload names; else null (read them).
+ */
+function handedDocument(local: unknown, target: KbIngestJobPayload): DocumentWithSource | null {
+  const handed = local as Partial<KbIngestHandOff> | undefined;
+  if (!handed?.document || handed.documentId !== target.documentId || handed.revision !== target.revision) return null;
+  return handed.document;
 }
 
 const loadDocumentSql = (placeholder: string) => `
@@ -201,9 +202,9 @@ interface SwapIn {
 
 const markSucceeded = {
   sqlite: `UPDATE "KbDocument" SET "status" = 'SUCCESS', "statusDetail" = NULL, "chunkCount" = ?, "rowsCount" = ?, "updatedAt" = ?
-    WHERE "id" = ? AND "revision" = ? AND "status" = 'PENDING' RETURNING ${documentColumns}`,
+    WHERE "id" = ? AND "revision" = ? AND "status" = 'PENDING' RETURNING ${documentColumns}, ${tagLabelsColumn.sqlite}`,
   postgresql: `UPDATE "KbDocument" SET "status" = 'SUCCESS', "statusDetail" = NULL, "chunkCount" = $1, "rowsCount" = $2, "updatedAt" = $3
-    WHERE "id" = $4 AND "revision" = $5 AND "status" = 'PENDING' RETURNING ${documentColumns}`,
+    WHERE "id" = $4 AND "revision" = $5 AND "status" = 'PENDING' RETURNING ${documentColumns}, ${tagLabelsColumn.postgresql}`,
 };
 /**
  * A thousand chunks per statement, the rows as one JSON parameter unpacked by the database
@@ -285,7 +286,7 @@ async function swapIn(db: Db, input: SwapIn): Promise<KbDocumentRow | null> {
           }
         }
         sql.run('DELETE FROM "KbDocumentSource" WHERE "documentId" = ? AND "revision" = ?', documentId, revision);
-        return storedDocumentRow(current);
+        return withTagLabels(storedDocumentRow(current), current.tagLabels);
       },
       { transaction: true },
     );
@@ -322,7 +323,7 @@ async function swapIn(db: Db, input: SwapIn): Promise<KbDocumentRow | null> {
       documentId,
       revision,
     ]);
-    return storedDocumentRow(current);
+    return withTagLabels(storedDocumentRow(current), current.tagLabels);
   });
 }
 
@@ -348,7 +349,7 @@ interface PipelinedSwapIn {
 
 const lockPending = `SELECT "metadata" FROM "KbDocument" WHERE "id" = $1 AND "revision" = $2 AND "status" = 'PENDING' FOR UPDATE`;
 const markSucceededLocked = `UPDATE "KbDocument" SET "status" = 'SUCCESS', "statusDetail" = NULL, "chunkCount" = $1, "rowsCount" = $2, "updatedAt" = $3
-  WHERE "id" = $4 AND "revision" = $5 AND "status" = 'PENDING' RETURNING ${documentColumns}`;
+  WHERE "id" = $4 AND "revision" = $5 AND "status" = 'PENDING' RETURNING ${documentColumns}, ${tagLabelsColumn.postgresql}`;
 
 /**
  * swapIn on PostgreSQL, with the chunking inside the transaction: each batch of chunks is
@@ -401,7 +402,7 @@ async function swapInPipelined(db: Db, input: PipelinedSwapIn): Promise<KbDocume
     const [stored] = marked.rows;
     // The row is locked by this transaction: it cannot have moved on.
     if (!stored) throw new Error(`document ${documentId} changed under its row lock`);
-    return storedDocumentRow(stored);
+    return withTagLabels(storedDocumentRow(stored), stored.tagLabels);
   });
 }
 
@@ -450,7 +451,9 @@ export function createKbIngestHandler(deps: KbIngestDeps): JobHandler {
       throw new PermanentJobError('malformed kb-ingest job payload');
     }
     const target = payload as KbIngestJobPayload;
-    const doc = await loadDocument(deps.db, target.documentId);
+    // Handed by the upload that wrote it (it waits, and this instance runs the job at once); the
+    // swap-in and markFailed still change the document only while it waits for this revision.
+    const doc = handedDocument(job.local, target) ?? (await loadDocument(deps.db, target.documentId));
     // Deleted, replaced by a newer upload (which has its own job), or already done by an earlier delivery.
     if (!doc || doc.revision !== target.revision || doc.status !== 'PENDING') return;
 

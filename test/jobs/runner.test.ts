@@ -375,6 +375,117 @@ describeEachDatabase('the job runner', (provider) => {
     expect(byWorker.every((j) => j.attempts === 1)).toBe(true);
   });
 
+  /** Enqueues through the driver, in a transaction of its own, as a caller writing its own rows does. */
+  const enqueueOnDriver = (input: Parameters<typeof enqueueJobSqlite>[1]) => {
+    const now = new Date();
+    return db.driver.provider === 'sqlite'
+      ? db.driver.exclusive('test', (sql) => enqueueJobSqlite(sql, input, now), { transaction: true })
+      : db.driver.transaction('test', (sql) => enqueueJobPostgres(sql, input, now));
+  };
+
+  it('runs a job its enqueuer wrote already claimed (reserve) at once, with what the enqueuer handed it, and no other runner claims it', async () => {
+    const queue = uniqueQueue('reserved');
+    const seen: { runner: string; attempt: number; local: unknown; background: boolean[] }[] = [];
+    const driverCalls: { label: string; background: boolean }[] = [];
+    const driverListener = (e: { label: string; background: boolean }) => driverCalls.push(e);
+    const [mine, other] = [runner(), runner()];
+    for (const [name, r] of [
+      ['mine', mine],
+      ['other', other],
+    ] as const) {
+      r.register(queue, async (job) => {
+        const events: boolean[] = [];
+        const listener = (e: { model: string | undefined; background: boolean }) => {
+          if (e.model === 'Workspace') events.push(e.background);
+        };
+        db.queryListeners.add(listener);
+        try {
+          await db.prisma.workspace.findMany({ take: 1 });
+        } finally {
+          db.queryListeners.delete(listener);
+        }
+        seen.push({ runner: name, attempt: job.attempt, local: job.local, background: events });
+      });
+      r.start();
+    }
+    expect(mine.reserve(uniqueQueue('unregistered'))).toBeNull();
+    const reservation = mine.reserve(queue);
+    expect(reservation).not.toBeNull();
+    expect(reservation!.claimedBy.workerId).toBe(mine.workerId);
+    const enqueued = await enqueueOnDriver({ queue, payload: { n: 1 }, claimedBy: reservation!.claimedBy });
+    expect(enqueued.created).toBe(true);
+    // Committed claimed: a poll of either runner passes it by (running, its lease held).
+    const row = await db.prisma.job.findUniqueOrThrow({ where: { id: enqueued.id } });
+    expect(row).toMatchObject({ status: 'running', attempts: 1, lockedBy: mine.workerId });
+    expect(row.lockedUntil!.getTime()).toBe(reservation!.claimedBy.lockedUntil.getTime());
+    other.wake();
+    mine.wake();
+    db.driverListeners.add(driverListener);
+    try {
+      reservation!.run(
+        { id: enqueued.id, queue, payload: { n: 1 }, maxAttempts: 5, projectId: null },
+        { handed: true },
+      );
+      await mine.drain();
+      await other.drain();
+    } finally {
+      db.driverListeners.delete(driverListener);
+    }
+    expect(seen).toEqual([{ runner: 'mine', attempt: 1, local: { handed: true }, background: [true] }]);
+    expect(await db.prisma.job.findUniqueOrThrow({ where: { id: enqueued.id } })).toMatchObject({
+      status: 'done',
+      attempts: 1,
+      lockedBy: null,
+    });
+    // Started from the caller's context, the job's own statements are background work all the same.
+    expect(driverCalls.filter((e) => e.label === 'jobs.done').every((e) => e.background)).toBe(true);
+  });
+
+  it('reserves only places a started runner has free, and a released place is free again', async () => {
+    const queue = uniqueQueue('places');
+    const idle = runner({ concurrency: 1 });
+    idle.register(queue, async () => {});
+    expect(idle.reserve(queue)).toBeNull();
+    idle.start();
+    const first = idle.reserve(queue);
+    expect(first).not.toBeNull();
+    expect(idle.reserve(queue)).toBeNull();
+    first!.release();
+    expect(() => first!.release()).toThrow();
+    const again = idle.reserve(queue);
+    expect(again).not.toBeNull();
+    again!.release();
+  });
+
+  it('hands a reserved job back to the queue when its runner stopped before it ran, and another runner runs it', async () => {
+    const queue = uniqueQueue('reserved-stop');
+    const seen: unknown[] = [];
+    const stopping = runner();
+    stopping.register(queue, async () => {
+      seen.push('stopping');
+    });
+    stopping.start();
+    const reservation = stopping.reserve(queue);
+    const { id } = await enqueueOnDriver({ queue, payload: {}, claimedBy: reservation!.claimedBy });
+    await stopping.stop({ graceMs: 50 });
+    reservation!.run({ id, queue, payload: {}, maxAttempts: 5, projectId: null }, 'local');
+    await expect
+      .poll(async () => (await db.prisma.job.findUniqueOrThrow({ where: { id } })).status, { timeout: 10_000 })
+      .toBe('queued');
+    expect(await db.prisma.job.findUniqueOrThrow({ where: { id } })).toMatchObject({
+      attempts: 0,
+      lockedBy: null,
+      lockedUntil: null,
+    });
+    const next = runner();
+    next.register(queue, async (job) => {
+      seen.push({ attempt: job.attempt, local: job.local });
+    });
+    next.start();
+    await next.drain();
+    expect(seen).toEqual([{ attempt: 1, local: undefined }]);
+  });
+
   it('hands a job that outlives the grace period back to the queue on stop, without counting the attempt', async () => {
     const queue = uniqueQueue('stop');
     const r = runner();

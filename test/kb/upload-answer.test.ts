@@ -72,6 +72,80 @@ describeEachDatabase('knowledge-base upload answer', (provider) => {
     expect((res!.body as { data: unknown[] }).data).toEqual((read.body as { data: unknown[] }).data);
   });
 
+  it("runs a waited upload's ingestion here, claimed in the upload's transaction, without reading back the upload", async () => {
+    const p = await t.app.createProject();
+    const readsUpload = (statements: string[]) =>
+      statements.filter((s) => /LEFT JOIN "KbDocumentSource" s ON s."documentId" = d."id"/.test(s)).length;
+    let res: Awaited<ReturnType<typeof uploadFile>> | undefined;
+    const waited = await recordSqlStatements(async () => {
+      res = await uploadFile(t.app, {
+        key: p.apiKey,
+        filename: 'here.txt',
+        content: `godwit ${'lorem ipsum dolor sit amet '.repeat(300)}`,
+        query: { wait: 'true', maxChunkSize: '500' },
+      });
+    });
+    expect(res!.status, res!.text).toBe(200);
+    const [doc] = (res!.body as { data: { documentID: string; status: string; chunkCount: number }[] }).data;
+    expect(doc).toMatchObject({ status: 'SUCCESS' });
+    expect(doc!.chunkCount).toBeGreaterThan(1);
+    // The job had the document and its bytes from the upload, and ran once, as attempt 1.
+    expect(readsUpload(waited)).toBe(0);
+    const job = () =>
+      t.app.services.db.prisma.job.findFirstOrThrow({
+        where: { queue: 'kb-ingest', payload: { equals: { documentId: doc!.documentID, revision: 1 } } },
+      });
+    await expect.poll(async () => (await job()).status, { timeout: 10_000 }).toBe('done');
+    expect(await job()).toMatchObject({ attempts: 1, lockedBy: null, lastError: null });
+    // Without wait the job is queued for any instance, and reads the upload back.
+    let queued: Awaited<ReturnType<typeof uploadFile>> | undefined;
+    const unwaited = await recordSqlStatements(async () => {
+      queued = await uploadFile(t.app, {
+        key: p.apiKey,
+        filename: 'queued.txt',
+        content: `knot ${'lorem ipsum dolor sit amet '.repeat(300)}`,
+        query: { maxChunkSize: '500' },
+      });
+      const id = (queued.body as { data: { documentID: string }[] }).data[0]!.documentID;
+      await expect
+        .poll(
+          async () =>
+            (await t.app.http('GET', `/v1/knowledge-base/docs/${id}`, { key: p.apiKey })).body.data[0].status as string,
+          { timeout: 10_000 },
+        )
+        .toBe('SUCCESS');
+    });
+    expect(queued!.status, queued!.text).toBe(200);
+    expect(readsUpload(unwaited)).toBe(1);
+  });
+
+  it("answers a waited upload's tags as its ingestion read them when it settled the document, without reading them again", async () => {
+    const p = await t.app.createProject();
+    const tagReads = (statements: string[]) =>
+      statements.filter((s) => /FROM "KbDocumentTag" dt JOIN "KbTag" t/.test(s));
+    for (const [filename, tags, expected] of [
+      ['tagged.txt', '["zebra", "Aardvark", "mole"]', ['Aardvark', 'mole', 'zebra']],
+      ['untagged.txt', undefined, []],
+    ] as const) {
+      let res: Awaited<ReturnType<typeof uploadFile>> | undefined;
+      const statements = await recordSqlStatements(async () => {
+        res = await uploadFile(t.app, {
+          key: p.apiKey,
+          filename,
+          content: `whimbrel ${'lorem ipsum dolor sit amet '.repeat(300)}`,
+          query: { wait: 'true', maxChunkSize: '500', ...(tags ? { tags } : {}) },
+        });
+      });
+      expect(res!.status, res!.text).toBe(200);
+      const [doc] = (res!.body as { data: { documentID: string; status: string; tags: string[] }[] }).data;
+      expect(doc).toMatchObject({ status: 'SUCCESS', tags: expected });
+      // The only statements on the tags are the upload's own (attaching them), none after the job.
+      expect(tagReads(statements).filter((s) => /^\s*SELECT dt\."documentId"/.test(s))).toEqual([]);
+      const read = await t.app.http('GET', `/v1/knowledge-base/docs/${doc!.documentID}`, { key: p.apiKey });
+      expect((res!.body as { data: unknown[] }).data).toEqual((read.body as { data: unknown[] }).data);
+    }
+  });
+
   it('reads the chunks of a waited upload that selects them, in order', async () => {
     const p = await t.app.createProject();
     const res = await t.app.gql(

@@ -5,12 +5,14 @@ import {
   deleteDocument,
   type KbDeps,
   type KbDocumentRow,
+  type KbDocumentRowWithTags,
   type KbDocumentStatus,
   type KbSourceInput,
   kbDocumentStatuses,
   kbDocumentTypes,
   listDocuments,
   replaceDocument,
+  settledTagLabels,
   updateChunkMetadata,
   updateDocumentMetadata,
   uploadDocument,
@@ -49,7 +51,11 @@ import { KbQueryTagsInput } from './knowledge-base-tags';
  * workspace key or the operator names the project with `projectID`.
  */
 
-const kbDeps = (ctx: Context): KbDeps => ({ db: ctx.services.db, pubsub: ctx.services.pubsub });
+const kbDeps = (ctx: Context): KbDeps => ({
+  db: ctx.services.db,
+  pubsub: ctx.services.pubsub,
+  jobs: ctx.services.jobs,
+});
 
 /** After an upload: the document as stored, or, with `wait`, once its ingestion finished. */
 async function afterUpload(ctx: Context, doc: KbDocumentRow, wait: boolean | null | undefined): Promise<KbDocumentRow> {
@@ -67,7 +73,8 @@ async function afterUpload(ctx: Context, doc: KbDocumentRow, wait: boolean | nul
  * (a driver SELECT of every column the type exposes, made after the job committed), unless the
  * selection asks for a relation (`chunks`): then, as without `wait`, Prisma reads the document with
  * the selection. Reading the same row again through Prisma cost one more Prisma operation per
- * upload. `tags` are not a Prisma selection and read as for any document.
+ * upload. `tags` are not a Prisma selection: the settled row carries them (settledTagLabels),
+ * else they are read as for any document.
  */
 async function uploadAnswer(
   ctx: Context,
@@ -218,8 +225,9 @@ const KbDocumentType = builder.prismaObject('KbDocument', {
       description: 'The labels of the tags attached to the document, in order.',
       // Not a Prisma selection: that made every read of a document three SELECTs (the document,
       // its links, their tags). One driver statement reads the labels of all the documents of
-      // the response.
-      resolve: (d, _args, ctx) => documentTagLabels(ctx).load(d.id),
+      // the response. A waited upload's row carries the labels its ingestion read as it settled
+      // the document (settledTagLabels): no statement.
+      resolve: (d, _args, ctx) => (d as KbDocumentRowWithTags)[settledTagLabels] ?? documentTagLabels(ctx).load(d.id),
     }),
     chunkCount: t.exposeInt('chunkCount', { description: 'Chunks currently searchable.' }),
     maxChunkSize: t.exposeInt('maxChunkSize', { description: 'Most tokens per chunk.' }),
@@ -465,6 +473,7 @@ builder.mutationFields((t) => ({
         maxChunkSize: args.maxChunkSize ?? undefined,
         environment: args.environment ?? null,
         tags: args.tags ?? undefined,
+        runHere: args.wait ?? false,
       });
       return uploadAnswer(ctx, query, doc, args.wait);
     },
@@ -490,6 +499,7 @@ builder.mutationFields((t) => ({
         maxChunkSize: args.maxChunkSize ?? undefined,
         environment: args.environment ?? null,
         tags: args.tags ?? undefined,
+        runHere: args.wait ?? false,
       });
       return uploadAnswer(ctx, query, doc, args.wait);
     },
@@ -519,6 +529,7 @@ builder.mutationFields((t) => ({
         overwrite: args.overwrite ?? false,
         environment: args.environment ?? null,
         tags: args.tags ?? undefined,
+        runHere: args.wait ?? false,
       });
       return uploadAnswer(ctx, query, doc, args.wait);
     },
