@@ -405,6 +405,18 @@ async function insertNewDocument(
     ...(reservation ? { claimedBy: reservation.claimedBy } : {}),
   };
   const maxAttempts = job.maxAttempts ?? 5;
+  // The document's values in insertDocumentColumns' order, up to its timestamps (both engines).
+  const documentValues = [
+    row.id,
+    row.projectId,
+    row.kind,
+    row.type,
+    row.name,
+    row.url,
+    metadata,
+    row.maxChunkSize,
+    row.rowsCount,
+  ] as const;
   const driver = db.driver;
   if (driver.provider === 'sqlite') {
     const at = storedTimestamp('sqlite', now);
@@ -413,15 +425,7 @@ async function insertNewDocument(
       (sql) => {
         sql.run(
           `INSERT INTO "KbDocument" (${insertDocumentColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, ?, 0, 1, ?, ?)`,
-          row.id,
-          row.projectId,
-          row.kind,
-          row.type,
-          row.name,
-          row.url,
-          metadata,
-          row.maxChunkSize,
-          row.rowsCount,
+          ...documentValues,
           at,
           at,
         );
@@ -441,15 +445,7 @@ async function insertNewDocument(
     return { row, job: { id: enqueued.id, created: enqueued.created, payload: job.payload, maxAttempts } };
   }
   const params: unknown[] = [
-    row.id,
-    row.projectId,
-    row.kind,
-    row.type,
-    row.name,
-    row.url,
-    metadata,
-    row.maxChunkSize,
-    row.rowsCount,
+    ...documentValues,
     storedTimestamp('postgresql', now),
     bytes,
     filename,
