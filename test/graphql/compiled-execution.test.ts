@@ -33,6 +33,13 @@ const schema = createSchema({
       echo(filter: Filter, color: Color, n: Int, ids: [ID!]): String
     }
     type Mutation { touch(n: Int!): Int bad: String nnBad: Int! }
+    type Tick { i: Int! bad: String badAsync: String nn: String! nnSync: String! when: Int items: [Item!] }
+    type Subscription {
+      ticks(n: Int!, from: Int = 0): Tick
+      strictTicks(n: Int!): Tick!
+      refused(how: String!): Tick
+      failing(after: Int!): Tick
+    }
   `,
   resolvers: {
     Node: { __resolveType: (v: { kind: string }) => v.kind },
@@ -78,6 +85,59 @@ const schema = createSchema({
         throw new Error('mutation nnBad');
       },
     },
+    Subscription: {
+      ticks: {
+        subscribe: (_: unknown, { n, from }: { n: number; from: number }) => ticksOf(n, from),
+        resolve: (tick: { i: number }) => tick,
+      },
+      strictTicks: {
+        subscribe: (_: unknown, { n }: { n: number }) => ticksOf(n, 0),
+        resolve: (tick: { i: number }) => {
+          if (tick.i === 1) throw new Error('strict tick 1');
+          return tick;
+        },
+      },
+      refused: {
+        subscribe: async (_: unknown, { how }: { how: string }) => {
+          if (how === 'throw') throw new Error('not allowed');
+          if (how === 'error') return new Error('returned an error');
+          if (how === 'number') return 5;
+          if (how === 'object') {
+            class Deep {
+              deeper = { deepest: { n: [1, [2, [3]]], at: new Date(0) } };
+            }
+            const object: Record<string, unknown> = { i: 1, list: [1, 'two', null], f() {}, deep: new Deep(), e: [] };
+            object.self = object;
+            return object;
+          }
+          if (how === 'array') return [{}, [], () => {}];
+          return null;
+        },
+      },
+      failing: {
+        subscribe: async function* (_: unknown, { after }: { after: number }) {
+          for (let i = 0; i < after; i++) yield { i };
+          throw new Error('the source failed');
+        },
+        resolve: (tick: { i: number }) => tick,
+      },
+    },
+    Tick: {
+      bad: ({ i }: { i: number }) => (i === 1 ? new Error(`tick bad ${i}`) : 'ok'),
+      badAsync: async ({ i }: { i: number }) => {
+        if (i !== 0) throw new Error(`tick async ${i}`);
+        return 'ok';
+      },
+      nn: async ({ i }: { i: number }) => {
+        if (i === 2) throw new Error(`tick nn ${i}`);
+        return 'x';
+      },
+      nnSync: () => {
+        throw new Error('tick nnSync');
+      },
+      when: ({ i }: { i: number }) => (i === 1 ? 'not an int' : i),
+      items: ({ i }: { i: number }) => [{ n: i }, { n: 2 }],
+    },
     A: {
       bad: () => {
         throw new Error('A.bad');
@@ -107,6 +167,10 @@ const schema = createSchema({
   },
 });
 
+async function* ticksOf(n: number, from: number) {
+  for (let i = from; i < from + n; i++) yield { i };
+}
+
 const logger = createLogger('silent');
 const plain = createYoga({ schema, logging: false, maskedErrors: false });
 const jit = createYoga({ schema, logging: false, maskedErrors: false, plugins: [useCompiledExecution(logger)] });
@@ -118,6 +182,31 @@ async function answer(yoga: typeof plain, query: string, variables?: Record<stri
     body: JSON.stringify({ query, variables }),
   });
   return { status: response.status, body: await response.text() };
+}
+
+/** A subscription over SSE (graphql-sse's distinct connections mode): the status and the whole body. */
+async function stream(yoga: typeof plain, query: string, variables?: Record<string, unknown>) {
+  const response = await yoga.fetch('http://localhost/graphql', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify({ query, variables }),
+  });
+  return { status: response.status, body: await response.text() };
+}
+
+/** The results of a subscription's events (the `next` events' data). */
+function resultsOf(body: string) {
+  return body
+    .split('\n\n')
+    .filter((e) => e.startsWith('event: next'))
+    .map((e) => JSON.parse(e.slice(e.indexOf('data: ') + 6)));
+}
+
+/** Both instances stream the same status and the same bytes; returns the results. */
+async function sameStream(query: string, variables?: Record<string, unknown>) {
+  const [a, b] = [await stream(jit, query, variables), await stream(plain, query, variables)];
+  expect(a).toEqual(b);
+  return { status: b.status, body: b.body, results: resultsOf(b.body) };
 }
 
 /** Both instances answer with the same status and the same bytes; returns the parsed body. */
@@ -235,5 +324,71 @@ describe('compiled execution answers as graphql-js does', () => {
     expect(touches).toBe(2);
     await same('mutation { nnBad }');
     await same('mutation ($n: Int!) { touch(n: $n) }', { n: 'one' });
+  });
+
+  it('executes subscription events alike: failing fields, non-null errors, lists, fragments', async () => {
+    const plainTicks = await sameStream('subscription { ticks(n: 3) { i bad when } }');
+    expect(plainTicks.results).toHaveLength(3);
+    expect(plainTicks.results[1].errors.map((e: { path: unknown[] }) => e.path)).toEqual([
+      ['ticks', 'bad'],
+      ['ticks', 'when'],
+    ]);
+    expect(plainTicks.results[1].errors[0].locations).toEqual([{ line: 1, column: 32 }]);
+    const nn = await sameStream('subscription { ticks(n: 3) { i bad nn } }');
+    expect(nn.results[2]).toMatchObject({ data: { ticks: null } });
+    await sameStream('subscription { ticks(n: 3) { i items { n bad } ...T } } fragment T on Tick { x: bad badAsync }');
+    const strict = await sameStream('subscription { strictTicks(n: 3) { i } }');
+    expect(strict.results[1]).toMatchObject({ data: null, errors: [{ message: 'strict tick 1' }] });
+    await sameStream('subscription { renamed: ticks(n: 2) { i badAsync } }');
+  });
+
+  it('reads the variables of a subscription as graphql-js does, and refuses them alike', async () => {
+    const q = 'subscription ($n: Int!, $from: Int, $s: Boolean!) { ticks(n: $n, from: $from) { i bad @skip(if: $s) } }';
+    for (const s of [true, false]) {
+      const ok = await sameStream(q, { n: 2, from: 1, s });
+      expect(ok.results.map((r: { data: { ticks: { i: number } } }) => r.data.ticks.i)).toEqual([1, 2]);
+    }
+    await sameStream(q, { n: 2, s: true });
+    await sameStream(q, { n: 'two', s: true });
+    await sameStream(q, { s: true });
+    await sameStream(q, { n: 2, from: 1.5, s: false });
+  });
+
+  it('answers a subscription that cannot start, or whose source fails, alike', async () => {
+    for (const how of ['throw', 'error', 'number', 'object', 'array', 'null']) {
+      await sameStream('subscription ($how: String!) { refused(how: $how) { i } }', { how });
+    }
+    const failing = await sameStream('subscription { failing(after: 2) { i bad } }');
+    expect(failing.results).toHaveLength(3);
+    expect(failing.results[2].errors[0]).toMatchObject({
+      message: 'the source failed',
+      locations: [{ line: 1, column: 1 }],
+    });
+  });
+
+  it('executes subscription events compiled (the one difference of queries shows)', async () => {
+    // As for queries: a non-null field that fails synchronously, then a failing field after it.
+    // graphql-js stops the selection set at the first; graphql-jit runs the second and reports it.
+    const query = 'subscription { ticks(n: 2) { nnSync bad } }';
+    const a = resultsOf((await stream(jit, query)).body);
+    const b = resultsOf((await stream(plain, query)).body);
+    expect(a.map((r) => r.data)).toEqual(b.map((r) => r.data));
+    expect(b[1].errors.map((e: { path: string[] }) => e.path.join('.'))).toEqual(['ticks.nnSync']);
+    expect(a[1].errors.map((e: { path: string[] }) => e.path.join('.'))).toEqual(['ticks.nnSync', 'ticks.bad']);
+  });
+
+  it('differs in two more ways: member order after a fragment, errors of async non-null bubbling', async () => {
+    // Found with the subscription tests; queries have them as well. Same members, same errors.
+    const fragmentFirst = '{ a { ...F id } } fragment F on A { nn { n } }';
+    const a = (await answer(jit, fragmentFirst)).body;
+    const b = (await answer(plain, fragmentFirst)).body;
+    expect(JSON.parse(a)).toEqual(JSON.parse(b));
+    expect(Object.keys(JSON.parse(b).data.a)).toEqual(['nn', 'id']);
+    expect(Object.keys(JSON.parse(a).data.a)).toEqual(['id', 'nn']);
+    const bubbling = 'subscription { ticks(n: 3) { i nn badAsync } }';
+    const ea = resultsOf((await stream(jit, bubbling)).body)[2].errors;
+    const eb = resultsOf((await stream(plain, bubbling)).body)[2].errors;
+    expect(eb.map((e: { message: string }) => e.message)).toEqual(['tick async 2', 'tick nn 2']);
+    expect(ea).toEqual([eb[1], eb[0]]);
   });
 });

@@ -1,14 +1,16 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestProject } from '../helpers/app';
 import { describeEachDatabase } from '../helpers/lanes';
+import { publish, v2StreamPath } from '../helpers/runtime';
 
 /**
- * GRAPHQL_JIT=true runs queries and mutations through graphql-jit, GRAPHQL_JIT=false on Yoga's
- * executor (graphql-js semantics). This file holds the two to the same answers, whole bodies with
- * messages and locations: two instances on one database, one per setting, asked the same
+ * GRAPHQL_JIT=true runs queries, mutations and subscription events through graphql-jit,
+ * GRAPHQL_JIT=false on Yoga's executor (graphql-js semantics). This file holds the two to the same
+ * answers, whole bodies with messages and locations: two instances on one database, one per setting, asked the same
  * operations over HTTP (results, typed errors located through fragments and aliases, non-null
- * bubbling, variable coercion refusals, defaults, nested lists and arguments). The one difference
- * left is in test/graphql/compiled-execution.test.ts.
+ * bubbling, variable coercion refusals, defaults, nested lists and arguments, a turn streamed by the
+ * v2 interact route and one refused by its subscription). The differences left are pinned in
+ * test/graphql/compiled-execution.test.ts.
  */
 describeEachDatabase('the two executors give the same answers', (provider) => {
   let jit: TestApp;
@@ -144,5 +146,48 @@ describeEachDatabase('the two executors give the same answers', (provider) => {
       p: project.projectID,
     });
     expect(listed.body.data.transcriptProperties.map((p: { name: string }) => p.name).sort()).toEqual(['plan', 'tier']);
+  });
+
+  it('streams a turn (the interact subscription) and refuses one alike', async () => {
+    await publish(jit, project.projectID, {
+      name: 'Executors',
+      startFlow: 'main',
+      flows: [
+        {
+          id: 'main',
+          name: 'Main',
+          start: 'hi',
+          steps: [
+            { id: 'hi', type: 'message', message: 'Hi!', next: 'bye' },
+            { id: 'bye', type: 'message', message: 'Bye.' },
+          ],
+        },
+      ],
+    });
+    const turn = (app: TestApp, userID: string, body: unknown) =>
+      app.http('POST', v2StreamPath(project.projectID, userID), { key: project.apiKey, body });
+    for (const body of [{ action: { type: 'launch' } }, { action: { type: 42 } }]) {
+      // A user per instance and body: each turn starts from a new user's state.
+      const [a, b] = [
+        await turn(jit, `jit-${body.action.type}`, body),
+        await turn(plain, `plain-${body.action.type}`, body),
+      ];
+      // The same bytes but the traces' times and generated slate IDs.
+      const stable = (text: string) =>
+        text.replace(/"time":\d+/g, '"time":0').replace(/"id":"[0-9a-f]{24}"/g, '"id":""');
+      expect({ status: a.status, text: stable(a.text) }).toEqual({ status: b.status, text: stable(b.text) });
+    }
+    // Refused by the subscription's resolver (a project the key cannot reach): an ordinary error.
+    const elsewhere = (app: TestApp) =>
+      app.http('POST', v2StreamPath('no-such-project', 'u'), {
+        key: project.apiKey,
+        body: { action: { type: 'launch' } },
+      });
+    const [a, b] = [await elsewhere(jit), await elsewhere(plain)];
+    expect(b.status).toBeGreaterThanOrEqual(400);
+    expect({ status: a.status, text: a.text }).toEqual({ status: b.status, text: b.text });
+    const streamed = await turn(plain, 'plain-again', { action: { type: 'launch' } });
+    expect(streamed.text).toContain('Bye.');
+    expect(streamed.text).toContain('event: end');
   });
 });
