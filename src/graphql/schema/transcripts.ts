@@ -1,5 +1,16 @@
+import { getConnectionPageSize, PothosValidationError, validateConnectionArguments } from '@pothos/core';
+import { formatPrismaCursor, parsePrismaCursor, queryFromInfo } from '@pothos/plugin-prisma';
 import DataLoader from 'dataloader';
-import type { GraphQLFieldResolver, GraphQLObjectType, GraphQLSchema } from 'graphql';
+import {
+  type FieldNode,
+  type GraphQLFieldResolver,
+  type GraphQLObjectType,
+  type GraphQLResolveInfo,
+  type GraphQLSchema,
+  Kind,
+  type SelectionSetNode,
+  type ValueNode,
+} from 'graphql';
 import { z } from 'zod';
 import { notFound } from '../../lib/errors';
 import { isId } from '../../lib/ids';
@@ -22,6 +33,7 @@ import {
   countTranscripts,
   isPageRow,
   loadTranscriptPage,
+  type PageRelations,
   pageRelationsOf,
 } from '../../transcripts/search-page';
 import {
@@ -420,56 +432,255 @@ function searchOf(ctx: Context, args: { projectID: string | number; criteria?: u
   return found;
 }
 
+// ── The search's connection ────────────────────────────────────────────────────────────────────
+// What plugin-prisma's `t.prismaConnection` did per request (util/cursors.js: the paging query,
+// the connection's shape and messages), with the query planned once per document.
+
+const SEARCH_DEFAULT_SIZE = 25;
+const SEARCH_MAX_SIZE = 100;
+
+interface SearchPaging {
+  take: number;
+  skip: number;
+  cursor?: { id: unknown };
+}
+interface SearchConnectionArgs {
+  first?: number | null;
+  last?: number | null;
+  before?: string | null;
+  after?: string | null;
+}
+
+/** plugin-prisma's `prismaCursorConnectionQuery` for the `id` cursor, with its errors. */
+function searchConnectionQuery(args: SearchConnectionArgs): SearchPaging {
+  const { before, after, first, last } = args;
+  validateConnectionArguments(args);
+  if (before && after) {
+    throw new PothosValidationError('Arguments "before" and "after" are not supported at the same time');
+  }
+  if (before != null && first != null) {
+    throw new PothosValidationError('Arguments "before" and "first" are not supported at the same time');
+  }
+  if (after != null && last != null) {
+    throw new PothosValidationError('Arguments "after" and "last" are not supported at the same time');
+  }
+  const cursor = before ?? after;
+  const { limit } = getConnectionPageSize({ args, defaultSize: SEARCH_DEFAULT_SIZE, maxSize: SEARCH_MAX_SIZE });
+  const take = before != null || last != null ? -limit : limit;
+  return cursor == null ? { take, skip: 0 } : { cursor: { id: parsePrismaCursor(cursor) }, take, skip: 1 };
+}
+
+interface SearchPageInfo {
+  startCursor: string | null;
+  endCursor: string | null;
+  hasPreviousPage: boolean;
+  hasNextPage: boolean;
+}
+
+/** An edge whose cursor is formatted when read (the REST route reads none). */
+class SearchEdge {
+  constructor(
+    readonly connection: SearchConnection,
+    readonly node: Record<string, unknown>,
+  ) {}
+  get cursor(): string {
+    return formatPrismaCursor(this.node, 'id');
+  }
+}
+
+/** plugin-prisma's `wrapConnectionResult`: the same page, flags and cursors (read lazily), and the
+ * totalCount of the search when asked. */
+class SearchConnection {
+  readonly edges: SearchEdge[] = [];
+  readonly pageInfo: SearchPageInfo;
+  constructor(
+    results: Record<string, unknown>[],
+    private readonly args: SearchConnectionArgs & SearchArgs,
+    take: number,
+    private readonly ctx: Context,
+  ) {
+    const gotFullResults = results.length === Math.abs(take);
+    const backward = args.before != null || args.last != null;
+    const hasNextPage = args.before != null ? true : args.last != null ? false : gotFullResults;
+    const hasPreviousPage = args.after != null ? true : backward ? gotFullResults : false;
+    const nodes = gotFullResults ? results.slice(take < 0 ? 1 : 0, take < 0 ? results.length : -1) : results;
+    for (const node of nodes) this.edges.push(new SearchEdge(this, node));
+    this.pageInfo = new SearchPageCursors(this.edges, hasPreviousPage, hasNextPage);
+  }
+  async totalCount(): Promise<number> {
+    const { db } = this.ctx.services;
+    const { projectId, targets } = await searchOf(this.ctx, this.args);
+    const criteria = this.args.criteria as SearchCriteria | null;
+    return countTranscripts(db, buildTranscriptWhereSql(projectId, criteria, targets, db.provider));
+  }
+}
+
+class SearchPageCursors implements SearchPageInfo {
+  constructor(
+    private readonly edges: SearchEdge[],
+    readonly hasPreviousPage: boolean,
+    readonly hasNextPage: boolean,
+  ) {}
+  get startCursor(): string | null {
+    return this.edges[0]?.cursor ?? null;
+  }
+  get endCursor(): string | null {
+    return this.edges[this.edges.length - 1]?.cursor ?? null;
+  }
+}
+
+/** plugin-prisma's planning of the connection's query from the selection (and its loader mappings). */
+function planSearchQuery(ctx: Context, info: GraphQLResolveInfo): Promise<Record<string, unknown>> {
+  return Promise.resolve(
+    queryFromInfo({
+      context: ctx,
+      info,
+      select: { id: true },
+      paths: [['nodes'], ['edges', 'node']],
+      typeName: 'Transcript',
+      awaitSelections: true,
+    }) as Record<string, unknown> | Promise<Record<string, unknown>>,
+  );
+}
+
+interface SearchPlan {
+  /** Only totalCount (and __typename) is selected: no page is loaded. */
+  totalCountOnly: boolean;
+  /** The relations a page carries for the planned query, or null when the query is not a page. */
+  page: PageRelations | null;
+}
+/** Per field node of a document (stable while the document is cached); only for selections that
+ * hold no variable and no directive, whose plan depends on the document alone. */
+const searchPlans = new WeakMap<FieldNode, SearchPlan>();
+
+function searchPlanOf(info: GraphQLResolveInfo): SearchPlan {
+  const node = info.fieldNodes.length === 1 ? info.fieldNodes[0] : undefined;
+  const cached = node && searchPlans.get(node);
+  if (cached) return cached;
+  const totalCountOnly = info.fieldNodes.every((field) =>
+    field.selectionSet?.selections.every(
+      (s) => s.kind === Kind.FIELD && (s.name.value === 'totalCount' || s.name.value === '__typename'),
+    ),
+  );
+  let page: PageRelations | null = null;
+  if (!totalCountOnly && node && selectionIsStatic(node.selectionSet, info, new Set())) {
+    const planned = queryFromInfo({
+      context: {},
+      info,
+      select: { id: true },
+      paths: [['nodes'], ['edges', 'node']],
+      typeName: 'Transcript',
+    }) as Record<string, unknown>;
+    const relations = pageRelationsOf({ ...planned, take: 1, skip: 0 });
+    page = relations && { propertyValues: relations.propertyValues, evaluationResults: relations.evaluationResults };
+  } else if (!totalCountOnly) return { totalCountOnly, page: null };
+  const plan = { totalCountOnly, page };
+  if (node) searchPlans.set(node, plan);
+  return plan;
+}
+
+/** No directive and no variable anywhere beneath (fragments included). */
+function selectionIsStatic(set: SelectionSetNode | undefined, info: GraphQLResolveInfo, seen: Set<string>): boolean {
+  if (!set) return true;
+  for (const s of set.selections) {
+    if (s.directives?.length) return false;
+    if (s.kind === Kind.FIELD) {
+      if (s.arguments?.some((a) => valueHasVariable(a.value))) return false;
+      if (!selectionIsStatic(s.selectionSet, info, seen)) return false;
+    } else if (s.kind === Kind.INLINE_FRAGMENT) {
+      if (!selectionIsStatic(s.selectionSet, info, seen)) return false;
+    } else {
+      const name = s.name.value;
+      if (seen.has(name)) continue;
+      seen.add(name);
+      const fragment = info.fragments[name];
+      if (!fragment || fragment.directives?.length) return false;
+      if (!selectionIsStatic(fragment.selectionSet, info, seen)) return false;
+    }
+  }
+  return true;
+}
+function valueHasVariable(value: ValueNode): boolean {
+  if (value.kind === Kind.VARIABLE) return true;
+  if (value.kind === Kind.LIST) return value.values.some(valueHasVariable);
+  if (value.kind === Kind.OBJECT) return value.fields.some((f) => valueHasVariable(f.value));
+  return false;
+}
+
+type SearchArgs = { projectID: string | number; criteria?: unknown; order?: string | null; skip?: number | null };
+
+async function searchPage(ctx: Context, args: SearchArgs, page: PageRelations & { take: number; skip: number }) {
+  const { db } = ctx.services;
+  const { projectId, targets } = await searchOf(ctx, args);
+  const criteria = args.criteria as SearchCriteria | null;
+  return loadTranscriptPage(db, buildTranscriptWhereSql(projectId, criteria, targets, db.provider), {
+    order: (args.order ?? 'DESC') as never,
+    relations: page,
+    take: page.take,
+    skip: page.skip + (args.skip ?? 0),
+  }) as unknown as Promise<Record<string, unknown>[]>;
+}
+
+/** The page for a planned query: one statement when it is a page (src/transcripts/search-page.ts),
+ * else Prisma with the planned query (a selection a page does not carry: feedback, a cursor). */
+async function searchRows(ctx: Context, args: SearchArgs, query: Record<string, unknown>) {
+  const page = pageRelationsOf(query);
+  if (page) return searchPage(ctx, args, page);
+  const { db } = ctx.services;
+  const { projectId, targets } = await searchOf(ctx, args);
+  const criteria = args.criteria as SearchCriteria | null;
+  return db.prisma.transcript.findMany({
+    ...query,
+    where: buildTranscriptWhere(projectId, criteria, targets, db.provider),
+    orderBy: transcriptOrderBy((args.order ?? 'DESC') as never),
+    skip: ((query.skip as number | undefined) ?? 0) + (args.skip ?? 0),
+  }) as unknown as Promise<Record<string, unknown>[]>;
+}
+
 builder.queryFields((t) => ({
-  transcripts: t.prismaConnection({
-    type: 'Transcript',
-    cursor: 'id',
-    defaultSize: 25,
-    maxSize: 100,
-    description:
-      'Searches the transcripts of a project, newest first by default. Page with first/after, or with first and skip (REST take/skip).',
-    authScopes: { scope: 'transcripts:read' },
-    args: {
-      projectID: t.arg.id({ required: true }),
-      criteria: t.arg({ type: TranscriptSearchCriteriaInput }).validate(searchCriteriaSchema.nullish()),
-      order: t.arg({ type: SortOrderEnum, defaultValue: 'DESC' }),
-      skip: t.arg
-        .int({ defaultValue: 0, description: 'Transcripts to pass over before the page.' })
-        .validate(skipSchema.nullish()),
+  // A connection of the same schema as `t.prismaConnection` (QueryTranscriptsConnection, its edge
+  // type, totalCount), whose resolver plans the Prisma query of a document's selection once
+  // (`searchPlanOf`) instead of on every request, and formats an edge's cursor only when read.
+  transcripts: t.connection(
+    {
+      type: TranscriptType,
+      description:
+        'Searches the transcripts of a project, newest first by default. Page with first/after, or with first and skip (REST take/skip).',
+      authScopes: { scope: 'transcripts:read' },
+      args: {
+        projectID: t.arg.id({ required: true }),
+        criteria: t.arg({ type: TranscriptSearchCriteriaInput }).validate(searchCriteriaSchema.nullish()),
+        order: t.arg({ type: SortOrderEnum, defaultValue: 'DESC' }),
+        skip: t.arg
+          .int({ defaultValue: 0, description: 'Transcripts to pass over before the page.' })
+          .validate(skipSchema.nullish()),
+      },
+      validate: z.looseObject({ first: takeSchema.nullish(), last: takeSchema.nullish() }),
+      resolve: async (_root, args, ctx, info) => {
+        const paging = searchConnectionQuery(args);
+        const plan = searchPlanOf(info);
+        let rows: Record<string, unknown>[];
+        if (plan.totalCountOnly) rows = [];
+        else if (plan.page && paging.cursor === undefined && paging.take >= 0) {
+          // The document's planned query is a page (as pageRelationsOf decided for it once): the
+          // same statement the planned query would have led to below, without planning it again.
+          rows = await searchPage(ctx, args, { ...plan.page, take: paging.take, skip: paging.skip });
+        } else {
+          rows = await searchRows(ctx, args, { ...(await planSearchQuery(ctx, info)), ...paging });
+        }
+        return new SearchConnection(rows, args, paging.take, ctx) as never;
+      },
     },
-    validate: z.looseObject({ first: takeSchema.nullish(), last: takeSchema.nullish() }),
-    totalCount: async (_parent, args, ctx) => {
-      const { db } = ctx.services;
-      const { projectId, targets } = await searchOf(ctx, args);
-      const criteria = args.criteria as SearchCriteria | null;
-      return countTranscripts(db, buildTranscriptWhereSql(projectId, criteria, targets, db.provider));
+    {
+      fields: (c) => ({
+        totalCount: c.int({
+          nullable: false,
+          extensions: { pothosPrismaTotalCount: true },
+          resolve: (connection) => (connection as unknown as SearchConnection).totalCount(),
+        }),
+      }),
     },
-    resolve: async (query, _root, args, ctx) => {
-      const { db } = ctx.services;
-      const { projectId, targets } = await searchOf(ctx, args);
-      const criteria = args.criteria as SearchCriteria | null;
-      const order = args.order ?? 'DESC';
-      // The page and the relations the selection asks for in one statement (src/transcripts/
-      // search-page.ts); a selection a page does not carry (feedback, a cursor) goes to Prisma.
-      const page = pageRelationsOf(query);
-      if (page) {
-        // Rows of Prisma's shape for this selection (checked by pageRelationsOf), which TypeScript
-        // cannot relate to plugin-prisma's type of the selection: hence the cast.
-        return loadTranscriptPage(db, buildTranscriptWhereSql(projectId, criteria, targets, db.provider), {
-          order,
-          relations: page,
-          take: page.take,
-          skip: page.skip + (args.skip ?? 0),
-        }) as never;
-      }
-      return db.prisma.transcript.findMany({
-        ...query,
-        where: buildTranscriptWhere(projectId, criteria, targets, db.provider),
-        orderBy: transcriptOrderBy(order),
-        skip: (query.skip ?? 0) + (args.skip ?? 0),
-      });
-    },
-  }),
+  ),
   transcript: t.prismaField({
     type: TranscriptType,
     authScopes: { scope: 'transcripts:read' },
