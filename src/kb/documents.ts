@@ -162,6 +162,15 @@ async function enqueueIngestion(tx: PrismaTx, projectId: string, documentId: str
 const settledRows = new WeakMap<AppPubSub, Map<string, { waiters: number; row?: KbDocumentRow }>>();
 
 /**
+ * Rows a waited upload wrote whose ingestion job was handed to this process's runner
+ * (JobRunner.reserve): the job starts on a later turn of the event loop, after the upload's
+ * waiter registered (its resolver awaits nothing else in between), so the waiter can start from
+ * the PENDING row written instead of reading it. Should the job settle first all the same, the
+ * waiter would find out by its poll, as for a lost event.
+ */
+const runsAfterWaiter = new WeakSet<KbDocumentRow>();
+
+/**
  * Tells waiters and subscribers that a document's status changed; `row`, the document as the
  * change committed it, goes to this process's waiters for that revision.
  */
@@ -287,6 +296,7 @@ async function storeUpload(deps: KbDeps, input: UploadInput): Promise<KbDocument
         },
         handOff,
       );
+      runsAfterWaiter.add(row);
     } else {
       reservation?.release();
       notifyEnqueued(deps.pubsub, KB_INGEST_QUEUE);
@@ -738,7 +748,15 @@ export async function listDocuments(
  */
 export async function waitForDocument(
   deps: KbDeps,
-  input: { projectId: string; documentId: string; revision: number; timeoutMs: number; signal?: AbortSignal },
+  input: {
+    projectId: string;
+    documentId: string;
+    revision: number;
+    timeoutMs: number;
+    signal?: AbortSignal;
+    /** The row the upload wrote (uploadDocument's answer): the first read when its job runs here. */
+    written?: KbDocumentRow;
+  },
 ): Promise<KbDocumentRow> {
   const events = deps.pubsub.subscribe('kbDocument', input.documentId)[Symbol.asyncIterator]();
   const deadline = Date.now() + input.timeoutMs;
@@ -749,11 +767,21 @@ export async function waitForDocument(
   const handOff = waiting.get(key) ?? { waiters: 0 };
   handOff.waiters++;
   waiting.set(key, handOff);
+  let written =
+    input.written &&
+    runsAfterWaiter.has(input.written) &&
+    input.written.id === input.documentId &&
+    input.written.projectId === input.projectId &&
+    input.written.revision === input.revision
+      ? input.written
+      : undefined;
   try {
     for (;;) {
-      // The row the job committed, handed over with its event (same process), else a read.
+      // The row the job committed, handed over with its event (same process), else, before the
+      // job this process runs started, the row the upload wrote, else a read.
       const handed = handOff.row?.projectId === input.projectId ? handOff.row : undefined;
-      const doc = handed ?? (await getDocument(deps.db, input.projectId, input.documentId));
+      const doc = handed ?? written ?? (await getDocument(deps.db, input.projectId, input.documentId));
+      written = undefined;
       const settled = doc.revision !== input.revision || doc.status !== 'PENDING';
       const remaining = deadline - Date.now();
       if (settled || remaining <= 0 || input.signal?.aborted) return doc;

@@ -65,6 +65,7 @@ async function afterUpload(ctx: Context, doc: KbDocumentRow, wait: boolean | nul
     documentId: doc.id,
     revision: doc.revision,
     timeoutMs: ctx.services.config.KB_WAIT_TIMEOUT_MS,
+    written: doc,
   });
 }
 
