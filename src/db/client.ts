@@ -560,33 +560,15 @@ function postgresDriver(
       let open = false;
       /** The transaction ended by COMMIT or ROLLBACK: the connection can go back to the pool. */
       let ended = false;
-      // BEGIN goes on the wire with `fn`'s first statement instead of a round trip before it: the
-      // connection is in pg's pipeline mode for the transaction (each statement written at once,
-      // answered in order), then back in the ordinary mode before it returns to the pool (the
-      // COMMIT or ROLLBACK awaited last, so nothing of it is left in flight). Only on a connection
-      // idle outside a transaction, where BEGIN fails only when the connection does (and every
-      // statement written behind it fails with it); a statement's answer also waits for BEGIN's.
-      const pipelined = client.getTransactionStatus() === 'I';
-      if (pipelined) setPipeline(client, true);
-      let begun: Promise<unknown> | undefined;
       const sql: PostgresStatements = {
         query: <R extends pg.QueryResultRow>(text: string, params: unknown[]) => {
           if (!open) return Promise.reject(new Error(`a statement of "${label}" came outside its transaction`));
           statements++;
-          const answer = client.query<R>(text, params);
-          return begun ? Promise.all([begun, answer]).then((both) => both[1]) : answer;
+          return client.query<R>(text, params);
         },
       };
       try {
-        if (pipelined) {
-          // Settled once BEGIN is answered: from then on the statements' answers are pg's own.
-          begun = client.query('BEGIN').then(() => {
-            begun = undefined;
-          });
-          begun.catch(() => {});
-        } else {
-          await client.query('BEGIN');
-        }
+        await client.query('BEGIN');
         open = true;
         let result: T;
         try {
@@ -602,7 +584,6 @@ function postgresDriver(
           throw err;
         }
         open = false;
-        await begun;
         await client.query('COMMIT');
         ended = true;
         committed = 1;
@@ -612,17 +593,11 @@ function postgresDriver(
         // A connection whose BEGIN, COMMIT or ROLLBACK failed may still be inside a transaction:
         // destroyed rather than handed to the next caller.
         client.off('error', onConnectionError);
-        if (pipelined) setPipeline(client, false);
         client.release(!ended);
         report(label, statements, committed, startedAt);
       }
     },
   };
-}
-
-/** pg's pipeline mode on a pooled connection (its typings have the flag read-only: it is a plain field). */
-function setPipeline(client: pg.PoolClient, on: boolean): void {
-  (client as { pipeline: boolean }).pipeline = on;
 }
 
 interface Lock {

@@ -1,4 +1,3 @@
-import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createDb, type Db, type DriverEvent } from '../../src/db/client';
 import type { ScratchDatabase } from '../../src/db/scratch';
@@ -145,86 +144,6 @@ describeEachDatabase('driver transactions', (provider) => {
       } finally {
         await own.close();
       }
-    },
-  );
-
-  it.runIf(provider === 'postgresql')(
-    'sends BEGIN with the first statement, not in a round trip of its own',
-    async () => {
-      const driver = db.driver;
-      if (driver.provider !== 'postgresql') return;
-      // What goes on the wire (a simple query's text, a statement's Bind) and when a query is
-      // answered (its ReadyForQuery), in order, wrapped on pg's shared prototypes.
-      const wire: string[] = [];
-      const connection = pg.Connection.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
-      const query = (pg.Query as unknown as { prototype: Record<string, (...args: unknown[]) => unknown> }).prototype;
-      const originals = { simple: connection.query!, bind: connection.bind!, ready: query.handleReadyForQuery! };
-      connection.query = function (this: unknown, ...args: unknown[]) {
-        wire.push(`send ${String(args[0])}`);
-        return originals.simple.apply(this, args);
-      };
-      connection.bind = function (this: unknown, ...args: unknown[]) {
-        wire.push('send statement');
-        return originals.bind.apply(this, args);
-      };
-      query.handleReadyForQuery = function (this: { text?: string }, ...args: unknown[]) {
-        wire.push(`answered ${this.text?.startsWith('INSERT') ? 'statement' : this.text}`);
-        return originals.ready.apply(this, args);
-      };
-      const id = newId();
-      const now = new Date().toISOString();
-      try {
-        await driver.transaction('test.begin', async (sql) => {
-          await sql.query(
-            'INSERT INTO "Workspace" ("id", "name", "createdAt", "updatedAt") VALUES ($1, $2, $3::timestamp(3), $3::timestamp(3))',
-            [id, 'w', now],
-          );
-        });
-      } finally {
-        connection.query = originals.simple;
-        connection.bind = originals.bind;
-        query.handleReadyForQuery = originals.ready;
-      }
-      expect(wire).toEqual([
-        'send BEGIN',
-        'send statement',
-        'answered BEGIN',
-        'answered statement',
-        'send COMMIT',
-        'answered COMMIT',
-      ]);
-      expect(await countOf([id])).toBe(1);
-    },
-  );
-
-  it.runIf(provider === 'postgresql')(
-    'rolls back statements written together when the first fails, and the connection stays usable',
-    async () => {
-      const driver = db.driver;
-      if (driver.provider !== 'postgresql') return;
-      const insert =
-        'INSERT INTO "Workspace" ("id", "name", "createdAt", "updatedAt") VALUES ($1, $2, $3::timestamp(3), $3::timestamp(3))';
-      const now = new Date().toISOString();
-      const [taken, behind] = [newId(), newId()];
-      await insertInTransaction([taken], () => {});
-      const settled: PromiseSettledResult<unknown>[] = [];
-      await expect(
-        driver.transaction('test.together', async (sql) => {
-          // Neither awaited before the other is written: the second runs in the aborted transaction.
-          const answers = await Promise.allSettled([
-            sql.query(insert, [taken, 'w', now]),
-            sql.query(insert, [behind, 'w', now]),
-          ]);
-          settled.push(...answers);
-          throw new Error('both failed');
-        }),
-      ).rejects.toThrow('both failed');
-      expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected']);
-      expect(String((settled[1] as PromiseRejectedResult).reason)).toMatch(/aborted/);
-      expect(await countOf([behind])).toBe(0);
-      const again = newId();
-      await insertInTransaction([again], () => {});
-      expect(await countOf([again])).toBe(1);
     },
   );
 
