@@ -1,19 +1,16 @@
-import { expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, expect, it, type MockInstance, vi } from 'vitest';
+import { searchPlanning } from '../../src/graphql/schema/transcripts';
 import { useTestApp } from '../helpers/app';
 import { describeEachDatabase } from '../helpers/lanes';
 import { adminProject, ingestTranscript } from './helpers';
 
 // The planning of the search's Prisma query from its selection, counted (and still run).
-const planned = vi.hoisted(() => ({ calls: 0 }));
-vi.mock('@pothos/plugin-prisma', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('@pothos/plugin-prisma')>();
-  return {
-    ...actual,
-    queryFromInfo: ((options: Parameters<typeof actual.queryFromInfo>[0]) => {
-      planned.calls++;
-      return actual.queryFromInfo(options);
-    }) as typeof actual.queryFromInfo,
-  };
+let spy: MockInstance<typeof searchPlanning.queryFromInfo>;
+beforeEach(() => {
+  spy = vi.spyOn(searchPlanning, 'queryFromInfo');
+});
+afterEach(() => {
+  spy.mockRestore();
 });
 
 /**
@@ -41,12 +38,12 @@ describeEachDatabase('transcript search plans', (provider) => {
       expect(res.body.errors).toBeUndefined();
       return res.body.data.transcripts;
     };
-    planned.calls = 0;
+    spy.mockClear();
     const first = await page(2);
     const again = await page(2);
     const three = await page(3);
     // One plan for the document, whatever the page size.
-    expect(planned.calls).toBe(1);
+    expect(spy.mock.calls.length).toBe(1);
     expect(again).toEqual(first);
     const newest = (await page(5)).edges.map((e: { node: { id: string } }) => e.node.id);
     expect(newest.slice().sort()).toEqual(ids.slice().sort());
@@ -80,10 +77,10 @@ describeEachDatabase('transcript search plans', (provider) => {
       expect(res.body.errors).toBeUndefined();
       return res.body.data.transcripts.edges[0].node;
     };
-    planned.calls = 0;
+    spy.mockClear();
     expect(Object.keys(await node(true))).toEqual(['id', 'properties']);
     expect(Object.keys(await node(false))).toEqual(['id']);
     expect(Object.keys(await node(true))).toEqual(['id', 'properties']);
-    expect(planned.calls).toBe(3);
+    expect(spy.mock.calls.length).toBe(3);
   });
 });
